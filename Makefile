@@ -1,0 +1,97 @@
+# keyauth: make deps | make | make test | make run | make bench | make clean
+# Every target installs what a fresh Debian bookworm machine lacks (make deps).
+
+SHELL      := /bin/bash
+BUILD      := build
+NGX_SRC    := /usr/share/nginx/src
+NGX_BUILD  := $(CURDIR)/$(BUILD)/nginx
+MODULE     := $(BUILD)/ngx_http_keyauth_module.so
+
+CXX        ?= g++
+CXXSTD     := -std=c++17
+WARN       := -Wall -Wextra -Werror
+INCS       := -Isrc/core -Ilmdb_schema -Iadmin
+CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS)
+SAN_FLAGS  := $(CXXSTD) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=all $(WARN) $(INCS)
+LIBS       := -llmdb -lcrypto -lz
+GTEST_LIBS := -lgtest -lgtest_main -pthread
+
+# Same hardening as Debian's own nginx build (nginx -V).
+NGX_CC_OPT := -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
+              -fPIC -D_FORTIFY_SOURCE=2 -Wextra
+NGX_LD_OPT := -Wl,-z,relro -Wl,-z,now -fPIC
+
+CORE_SRCS  := $(wildcard src/core/*.cc)
+STORE_SRCS := $(filter-out admin/keyauthctl.cc admin/keyauthd.cc,$(wildcard admin/*.cc))
+TEST_SRCS  := $(wildcard tests/*.cc)
+CORE_OBJS  := $(CORE_SRCS:%.cc=$(BUILD)/obj/%.o)
+STORE_OBJS := $(STORE_SRCS:%.cc=$(BUILD)/obj/%.o)
+TEST_OBJS  := $(TEST_SRCS:%.cc=$(BUILD)/obj/%.o)
+SAN_OBJS   := $(CORE_SRCS:%.cc=$(BUILD)/san/%.o) $(STORE_SRCS:%.cc=$(BUILD)/san/%.o) \
+              $(TEST_SRCS:%.cc=$(BUILD)/san/%.o)
+HEADERS    := $(wildcard src/core/*.h lmdb_schema/*.h admin/*.h tests/*.h)
+NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(HEADERS)
+
+APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
+              liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
+              libcpp-httplib-dev perl curl
+
+.PHONY: all deps module test unit unit-asan e2e run bench clean
+
+all: deps $(MODULE) $(BUILD)/keyauthctl
+
+deps:
+	@missing=$$(for p in $(APT_PKGS); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing" $$missing; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq >/dev/null && \
+	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+
+module: deps $(MODULE)
+
+$(MODULE): $(NGX_DEPS)
+	@mkdir -p $(NGX_BUILD)
+	@source $(NGX_SRC)/conf_flags && cd $(NGX_SRC) && \
+	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" \
+	    --with-ld-opt="$(NGX_LD_OPT)" --add-dynamic-module=$(CURDIR) \
+	    --builddir=$(NGX_BUILD) > $(NGX_BUILD)/configure.log 2>&1 \
+	  || { cat $(NGX_BUILD)/configure.log; exit 1; }
+	$(MAKE) -s -f $(NGX_BUILD)/Makefile -C $(NGX_SRC) modules
+	cp $(NGX_BUILD)/ngx_http_keyauth_module.so $@
+
+$(BUILD)/obj/%.o: %.cc $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/san/%.o: %.cc $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/keyauthctl: $(BUILD)/obj/admin/keyauthctl.o $(STORE_OBJS) $(CORE_OBJS)
+	$(CXX) -o $@ $^ $(LIBS)
+
+$(BUILD)/unit_tests: $(TEST_OBJS) $(STORE_OBJS) $(CORE_OBJS)
+	$(CXX) -o $@ $^ $(LIBS) $(GTEST_LIBS)
+
+$(BUILD)/unit_tests_asan: $(SAN_OBJS)
+	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) $(GTEST_LIBS)
+
+unit: deps $(BUILD)/unit_tests
+	$(BUILD)/unit_tests --gtest_brief=1
+
+unit-asan: deps $(BUILD)/unit_tests_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(BUILD)/unit_tests_asan --gtest_brief=1
+
+e2e: all
+	prove -r -j2 t/
+
+test: all unit unit-asan e2e
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,232 @@
+// keyauthctl: the operator's CLI over the same LMDB store as keyauthd.
+//
+//   keyauthctl --db PATH [--json] COMMAND ...
+//
+// Exit status: 0 done, 1 the store refused (not found, invalid input, I/O),
+// 2 usage error.
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "key_json.h"
+#include "store.h"
+
+using keyauth::Id;
+using nlohmann::json;
+
+namespace {
+
+const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
+
+  account create --name NAME --entitlement RPM
+        create an account; prints its id and a one-time console token
+  account list
+  account set-entitlement --account ACC_ID --entitlement RPM
+  key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM
+        create an API key; prints the secret once
+  key list --account ACC_ID [--limit N] [--cursor KEY_ID]
+  key revoke KEY_ID [--account ACC_ID]
+
+  --db PATH   the LMDB environment directory (or $KEYAUTH_DB); created if missing
+  --json      machine-readable output
+)";
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// "--flag value" options (repeatable) plus positional words.
+struct Args {
+    std::vector<std::string> words;
+    std::map<std::string, std::vector<std::string>> options;
+
+    std::optional<std::string> opt(const std::string &name) const {
+        auto it = options.find(name);
+        if (it == options.end()) return std::nullopt;
+        if (it->second.size() > 1) throw UsageError("--" + name + " given more than once");
+        return it->second.front();
+    }
+    std::string need(const std::string &name) const {
+        auto v = opt(name);
+        if (!v) throw UsageError("missing --" + name);
+        return *v;
+    }
+    std::vector<std::string> all(const std::string &name) const {
+        auto it = options.find(name);
+        return it == options.end() ? std::vector<std::string>{} : it->second;
+    }
+};
+
+Args parse_args(int argc, char **argv, bool &as_json, std::string &db) {
+    Args a;
+    for (int i = 1; i < argc; i++) {
+        std::string s = argv[i];
+        if (s == "--json") {
+            as_json = true;
+        } else if (s == "-h" || s == "--help") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (s.rfind("--", 0) == 0) {
+            if (i + 1 >= argc) throw UsageError(s + " needs a value");
+            std::string name = s.substr(2);
+            if (name == "db") db = argv[++i];
+            else a.options[name].push_back(argv[++i]);
+        } else {
+            a.words.push_back(s);
+        }
+    }
+    return a;
+}
+
+uint32_t parse_u32(const std::string &s, const char *what) {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v > UINT32_MAX)
+        throw UsageError(std::string(what) + " must be a positive integer, not \"" + s + "\"");
+    return static_cast<uint32_t>(v);
+}
+
+Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what) {
+    Id id{};
+    if (!keyauth::parse_id(prefix, s, id))
+        throw UsageError(std::string(what) + " \"" + s + "\" is not a " + std::string(prefix) +
+                         "<24 hex digits> id");
+    return id;
+}
+
+void print(bool as_json, const json &j, const std::string &text) {
+    if (as_json) std::cout << j.dump(2) << "\n";
+    else std::cout << text;
+}
+
+std::string key_line(const json &k) {
+    std::string scopes;
+    for (const auto &s : k["scopes"]) scopes += (scopes.empty() ? "" : ",") + s.get<std::string>();
+    return k["id"].get<std::string>() + "  " + k["prefix"].get<std::string>() + "...  " +
+           k["status"].get<std::string>() + "  " + std::to_string(k["rateLimitPerMinute"].get<uint32_t>()) +
+           "/min  " + scopes + "  " + k["name"].get<std::string>() + "\n";
+}
+
+uint32_t entitlement_of(keyauth::Store &store, const Id &account) {
+    auto acc = store.find_account(account);
+    return acc ? acc->record.entitlement_rpm : 0;
+}
+
+int run_account(keyauth::Store &store, const Args &a, bool as_json) {
+    const std::string verb = a.words.size() > 1 ? a.words[1] : "";
+    if (verb == "create") {
+        auto made = store.create_account(a.need("name"), parse_u32(a.need("entitlement"), "--entitlement"));
+        json j = keyauth::account_to_json(made.account);
+        j["consoleToken"] = made.console_token;
+        print(as_json, j,
+              "account " + j["id"].get<std::string>() + " created\nconsole token (shown once): " +
+                  made.console_token + "\n");
+        return 0;
+    }
+    if (verb == "list") {
+        json arr = json::array();
+        std::string text;
+        for (const auto &acc : store.list_accounts()) {
+            json j = keyauth::account_to_json(acc);
+            text += j["id"].get<std::string>() + "  " + std::to_string(acc.record.entitlement_rpm) +
+                    "/min  " + j["status"].get<std::string>() + "  " + acc.record.name + "\n";
+            arr.push_back(j);
+        }
+        print(as_json, json{{"accounts", arr}}, text);
+        return 0;
+    }
+    if (verb == "set-entitlement") {
+        Id id = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
+        auto acc = store.set_entitlement(id, parse_u32(a.need("entitlement"), "--entitlement"));
+        json j = keyauth::account_to_json(acc);
+        print(as_json, j,
+              "account " + j["id"].get<std::string>() + " entitlement " +
+                  std::to_string(acc.record.entitlement_rpm) + "/min\n");
+        return 0;
+    }
+    throw UsageError("unknown account command \"" + verb + "\"");
+}
+
+int run_key(keyauth::Store &store, const Args &a, bool as_json) {
+    const std::string verb = a.words.size() > 1 ? a.words[1] : "";
+    if (verb == "create") {
+        Id account = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
+        auto made = store.create_key(account, a.need("name"), a.all("scope"),
+                                     parse_u32(a.need("rate"), "--rate"));
+        json j = keyauth::key_to_json(made.key, entitlement_of(store, account));
+        j["secret"] = made.secret;
+        print(as_json, j,
+              "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " +
+                  made.secret + "\n");
+        return 0;
+    }
+    if (verb == "list") {
+        Id account = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
+        auto limit = a.opt("limit");
+        auto cursor = a.opt("cursor");
+        std::optional<Id> after;
+        if (cursor) after = parse_id_arg(keyauth::kKeyIdPrefix, *cursor, "--cursor");
+        auto page = store.list_keys(account, limit ? parse_u32(*limit, "--limit")
+                                                   : keyauth::Store::kMaxPageSize,
+                                    after);
+        uint32_t ent = entitlement_of(store, account);
+        json arr = json::array();
+        std::string text;
+        for (const auto &k : page.keys) {
+            arr.push_back(keyauth::key_to_json(k, ent));
+            text += key_line(arr.back());
+        }
+        json next = page.next ? json(keyauth::id_to_string(keyauth::kKeyIdPrefix, *page.next))
+                              : json(nullptr);
+        if (page.next) text += "more: --cursor " + next.get<std::string>() + "\n";
+        print(as_json, json{{"keys", arr}, {"nextCursor", next}}, text);
+        return 0;
+    }
+    if (verb == "revoke") {
+        if (a.words.size() != 3) throw UsageError("key revoke takes one KEY_ID");
+        Id key = parse_id_arg(keyauth::kKeyIdPrefix, a.words[2], "KEY_ID");
+        std::optional<Id> owner;
+        if (auto acc = a.opt("account")) owner = parse_id_arg(keyauth::kAccountIdPrefix, *acc, "--account");
+        auto rec = store.revoke_key(owner, key);
+        json j = keyauth::key_to_json(rec, entitlement_of(store, rec.account_id));
+        print(as_json, j, "key " + j["id"].get<std::string>() + " revoked\n");
+        return 0;
+    }
+    throw UsageError("unknown key command \"" + verb + "\"");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    bool as_json = false;
+    std::string db = getenv("KEYAUTH_DB") ? getenv("KEYAUTH_DB") : "";
+    try {
+        Args a = parse_args(argc, argv, as_json, db);
+        if (a.words.empty()) throw UsageError("no command");
+        if (db.empty()) throw UsageError("no --db PATH (or $KEYAUTH_DB)");
+        const std::string &group = a.words[0];
+        if (group != "account" && group != "key" && group != "init")
+            throw UsageError("unknown command \"" + group + "\"");
+        keyauth::Store store(db);
+        if (group == "init") {
+            print(as_json, json{{"db", db}, {"schemaVersion", KA_SCHEMA_VERSION}},
+                  "keyauth store ready at " + db + "\n");
+            return 0;
+        }
+        return group == "account" ? run_account(store, a, as_json) : run_key(store, a, as_json);
+    } catch (const UsageError &e) {
+        std::cerr << "keyauthctl: " << e.what() << "\n\n" << kUsage;
+        return 2;
+    } catch (const keyauth::StoreError &e) {
+        std::cerr << "keyauthctl: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception &e) {
+        std::cerr << "keyauthctl: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,109 @@
+// The writer side of the LMDB schema, shared by keyauthctl and keyauthd:
+// accounts, console tokens and API keys. Every method is one LMDB write
+// transaction, committed with fsync before it returns (LMDB's default), so an
+// acknowledged write survives a crash. Secrets are hashed before they touch
+// the store and are returned to the caller exactly once.
+#pragma once
+
+#include <lmdb++.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ids.h"
+#include "records.h"
+
+namespace keyauth {
+
+inline constexpr uint32_t kMaxRatePerMinute = 10'000'000;
+
+class StoreError : public std::runtime_error {
+public:
+    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt };
+    StoreError(Kind kind, std::string field, const std::string &message)
+        : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
+    Kind kind() const noexcept { return kind_; }
+    // For kInvalid: the offending input field ("name", "scopes", ...).
+    const std::string &field() const noexcept { return field_; }
+
+private:
+    Kind kind_;
+    std::string field_;
+};
+
+struct Account {
+    Id id{};
+    AccountRecord record;
+};
+
+struct CreatedAccount {
+    Account account;
+    std::string console_token;  // shown once
+};
+
+struct CreatedKey {
+    KeyRecord key;
+    std::string secret;  // shown once
+};
+
+struct KeyPage {
+    std::vector<KeyRecord> keys;
+    std::optional<Id> next;  // the last key id of this page, if more follow
+};
+
+class Store {
+public:
+    static constexpr size_t kDefaultMapSize = size_t{1} << 32;  // sparse file
+    static constexpr size_t kMaxPageSize = 1000;
+
+    // Opens (creating if needed) the environment directory at path.
+    explicit Store(const std::string &path, size_t map_size = kDefaultMapSize);
+
+    // Injected wall clock (ms since the epoch), for tests.
+    void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
+
+    CreatedAccount create_account(std::string_view name, uint32_t entitlement_rpm);
+    std::optional<Account> find_account(const Id &id);
+    std::vector<Account> list_accounts();
+    Account set_entitlement(const Id &id, uint32_t entitlement_rpm);
+    std::optional<Id> account_for_console_token(std::string_view token);
+
+    CreatedKey create_key(const Id &account, std::string_view name,
+                          const std::vector<std::string> &scopes, uint32_t requested_rpm);
+    // Keys of one account in creation order, starting after `after`.
+    KeyPage list_keys(const Id &account, size_t limit, const std::optional<Id> &after);
+    // Revokes a key; with `owner`, a key of another account is "not found".
+    // Revoking a revoked key returns it unchanged.
+    KeyRecord revoke_key(const std::optional<Id> &owner, const Id &key_id);
+    std::optional<KeyRecord> find_key(const Id &key_id);
+
+    MDB_env *env() noexcept { return env_.handle(); }
+
+private:
+    std::optional<KeyRecord> find_key_in(MDB_txn *txn, const Id &key_id);
+    std::optional<Account> find_account_in(MDB_txn *txn, const Id &id);
+
+    lmdb::env env_;
+    lmdb::dbi keys_by_hash_{0};
+    lmdb::dbi keys_{0};
+    lmdb::dbi account_keys_{0};
+    lmdb::dbi accounts_{0};
+    lmdb::dbi console_tokens_{0};
+    lmdb::dbi plans_{0};
+    lmdb::dbi meta_{0};
+    std::function<int64_t()> clock_;
+};
+
+// Input rules shared by every writer; throw StoreError(kInvalid, field, ...).
+void validate_name(std::string_view name);
+void validate_scopes(const std::vector<std::string> &scopes);
+void validate_rate(uint32_t rpm, const char *field);
+
+int64_t wall_clock_ms();
+
+}  // namespace keyauth

@@ -1,0 +1,137 @@
+/*
+ * keyauth LMDB schema v1: the on-disk contract shared by the nginx module,
+ * keyauthd and keyauthctl. SCHEMA.md explains each database in prose.
+ *
+ * Every multi-byte integer is little-endian on disk, whatever the host. The
+ * structs below document the layouts and pin the offsets with static_asserts;
+ * codecs read and write the fields byte-wise at these offsets and never
+ * overlay a struct on LMDB memory (LMDB gives no alignment guarantee).
+ *
+ * Plain C (C11) so that any reader can include it.
+ */
+#ifndef KEYAUTH_SCHEMA_H
+#define KEYAUTH_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef __cplusplus
+#include <assert.h> /* static_assert in C11 */
+#endif
+
+#define KA_SCHEMA_VERSION 1u
+
+/* Named databases of the environment. */
+#define KA_DB_KEYS_BY_HASH   "keys_by_hash"   /* SHA-256(secret) -> key record */
+#define KA_DB_KEYS           "keys"           /* key id -> SHA-256(secret) */
+#define KA_DB_ACCOUNT_KEYS   "account_keys"   /* account id ++ key id -> SHA-256(secret) */
+#define KA_DB_ACCOUNTS       "accounts"       /* account id -> account record */
+#define KA_DB_CONSOLE_TOKENS "console_tokens" /* SHA-256(token) -> console token record */
+#define KA_DB_PLANS          "plans"          /* plan id -> plan record */
+#define KA_DB_META           "meta"           /* ASCII name -> value */
+#define KA_DB_COUNT          7
+
+/* Keys of the meta database. */
+#define KA_META_SCHEMA_VERSION "schema_version" /* u32 */
+
+#define KA_HASH_LEN 32 /* SHA-256 */
+#define KA_ID_LEN   12 /* 48-bit big-endian creation ms ++ 48 random bits */
+
+/* Key ids and account ids sort by creation time because the first six bytes
+ * are the big-endian creation time in milliseconds. */
+
+/* Bounds enforced by every writer and re-checked by every reader. */
+#define KA_SCOPE_MAX_LEN   64
+#define KA_SCOPES_MAX      32
+#define KA_NAME_MAX_LEN    200
+#define KA_PREFIX_MAX_LEN  16
+
+/* ---- key record (keys_by_hash value) ---------------------------------- */
+
+#define KA_KEY_RECORD_V1 1u
+
+enum ka_key_status {
+    KA_KEY_ACTIVE  = 1,
+    KA_KEY_REVOKED = 2
+};
+
+/* Fixed head; followed by the tail:
+ *   scope_count x (u8 length, bytes)   -- scopes_bytes bytes in all
+ *   prefix_len bytes of prefix
+ *   name_len bytes of name (UTF-8) */
+struct ka_key_record_v1 {
+    uint16_t version;            /* KA_KEY_RECORD_V1 */
+    uint8_t  status;             /* enum ka_key_status */
+    uint8_t  scope_count;
+    uint32_t requested_rpm;      /* rateLimitPerMinute as asked at creation */
+    uint8_t  key_id[KA_ID_LEN];
+    uint8_t  account_id[KA_ID_LEN];
+    int64_t  created_ms;         /* Unix time, milliseconds */
+    int64_t  revoked_ms;         /* 0 while not revoked */
+    int64_t  expires_ms;         /* 0 = never expires */
+    uint16_t scopes_bytes;
+    uint8_t  prefix_len;
+    uint8_t  name_len;
+    uint32_t reserved;           /* 0 */
+};
+
+#define KA_KEY_RECORD_HEAD 64
+
+static_assert(offsetof(struct ka_key_record_v1, status) == 2, "layout");
+static_assert(offsetof(struct ka_key_record_v1, scope_count) == 3, "layout");
+static_assert(offsetof(struct ka_key_record_v1, requested_rpm) == 4, "layout");
+static_assert(offsetof(struct ka_key_record_v1, key_id) == 8, "layout");
+static_assert(offsetof(struct ka_key_record_v1, account_id) == 20, "layout");
+static_assert(offsetof(struct ka_key_record_v1, created_ms) == 32, "layout");
+static_assert(offsetof(struct ka_key_record_v1, revoked_ms) == 40, "layout");
+static_assert(offsetof(struct ka_key_record_v1, expires_ms) == 48, "layout");
+static_assert(offsetof(struct ka_key_record_v1, scopes_bytes) == 56, "layout");
+static_assert(offsetof(struct ka_key_record_v1, prefix_len) == 58, "layout");
+static_assert(offsetof(struct ka_key_record_v1, name_len) == 59, "layout");
+static_assert(sizeof(struct ka_key_record_v1) == KA_KEY_RECORD_HEAD, "layout");
+
+/* ---- account record (accounts value) ----------------------------------- */
+
+#define KA_ACCOUNT_RECORD_V1 1u
+
+enum ka_account_status {
+    KA_ACCOUNT_ACTIVE    = 1,
+    KA_ACCOUNT_SUSPENDED = 2
+};
+
+/* Fixed head; followed by name_len bytes of name (UTF-8). */
+struct ka_account_record_v1 {
+    uint16_t version;            /* KA_ACCOUNT_RECORD_V1 */
+    uint8_t  status;             /* enum ka_account_status */
+    uint8_t  name_len;
+    uint32_t entitlement_rpm;    /* cap on every key's effective rate */
+    int64_t  created_ms;
+};
+
+#define KA_ACCOUNT_RECORD_HEAD 16
+
+static_assert(offsetof(struct ka_account_record_v1, status) == 2, "layout");
+static_assert(offsetof(struct ka_account_record_v1, name_len) == 3, "layout");
+static_assert(offsetof(struct ka_account_record_v1, entitlement_rpm) == 4, "layout");
+static_assert(offsetof(struct ka_account_record_v1, created_ms) == 8, "layout");
+static_assert(sizeof(struct ka_account_record_v1) == KA_ACCOUNT_RECORD_HEAD, "layout");
+
+/* ---- console token record (console_tokens value) ----------------------- */
+
+#define KA_TOKEN_RECORD_V1 1u
+
+struct ka_token_record_v1 {
+    uint16_t version;            /* KA_TOKEN_RECORD_V1 */
+    uint16_t reserved;           /* 0 */
+    uint8_t  account_id[KA_ID_LEN];
+};
+
+#define KA_TOKEN_RECORD_SIZE 16
+
+static_assert(offsetof(struct ka_token_record_v1, account_id) == 4, "layout");
+static_assert(sizeof(struct ka_token_record_v1) == KA_TOKEN_RECORD_SIZE, "layout");
+
+/* account_keys key: account id followed by key id. */
+#define KA_ACCOUNT_KEY_LEN (2 * KA_ID_LEN)
+
+#endif /* KEYAUTH_SCHEMA_H */

@@ -1,0 +1,192 @@
+// The C API of keyauth_core.h: Bearer parsing, format check, hashing, record
+// lookup, status, expiry and scopes, in that order, cheapest first.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "auth_header.h"
+#include "edge_store.h"
+#include "ids.h"
+#include "key_format.h"
+#include "keyauth_core.h"
+#include "records.h"
+#include "redact.h"
+#include "scope.h"
+#include "sha256.h"
+
+struct ka_edge_s {
+    std::unique_ptr<keyauth::EdgeStore> store;
+    keyauth::Sha256 sha;
+};
+
+namespace keyauth {
+namespace {
+
+void verdict(ka_auth_result_t *out, ka_verdict_e v, ka_log_level_e level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+void verdict(ka_auth_result_t *out, ka_verdict_e v, ka_log_level_e level, const char *fmt, ...) {
+    out->verdict = v;
+    out->log_level = level;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->reason, sizeof out->reason, fmt, ap);
+    va_end(ap);
+}
+
+const char *decode_problem(DecodeStatus st) {
+    return st == DecodeStatus::kUnknownVersion ? "unknown layout version" : "corrupt layout";
+}
+
+void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
+                  const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
+                  ka_auth_result_t *out) {
+    std::string_view token;
+    BearerParse parsed = header == nullptr ? BearerParse::kMissing
+                                           : parse_bearer({header, header_len}, token);
+    if (parsed == BearerParse::kMissing) {
+        return verdict(out, KA_AUTH_KEY_REQUIRED, KA_LOG_INFO, "no Bearer API key");
+    }
+    if (parsed == BearerParse::kMalformed) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "malformed Bearer credentials");
+    }
+    if (!secret_format_ok(token, kKeyPrefix)) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO,
+                       "API key of %zu bytes is not a well-formed keyauth key", token.size());
+    }
+    out->prefix_len = kDisplayPrefixLen;
+    std::memcpy(out->prefix, token.data(), kDisplayPrefixLen);
+
+    Digest hash;
+    if (edge == nullptr || !edge->store) {
+        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "key store is not open");
+    }
+    if (!edge->sha.digest(token, hash)) {
+        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "SHA-256 failed in OpenSSL");
+    }
+
+    EdgeStore &store = *edge->store;
+    EdgeStore::Snapshot snap(store);
+    int rc = snap.begin();
+    if (rc != 0) {
+        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB read transaction: %s",
+                       mdb_strerror(rc));
+    }
+    std::string_view raw;
+    rc = snap.get(store.keys_by_hash(), hash.data(), hash.size(), raw);
+    if (rc == MDB_NOTFOUND) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "API key \"%.*s...\" is unknown",
+                       static_cast<int>(out->prefix_len), out->prefix);
+    }
+    if (rc != 0) {
+        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
+                       KA_DB_KEYS_BY_HASH, mdb_strerror(rc));
+    }
+    KeyRecordView key;
+    DecodeStatus st = decode_key_record(raw.data(), raw.size(), key);
+    if (st != DecodeStatus::kOk) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
+                       "key record of \"%.*s...\" has %s %u; treating the key as invalid",
+                       static_cast<int>(out->prefix_len), out->prefix, decode_problem(st),
+                       static_cast<unsigned>(key.version));
+    }
+    out->found = 1;
+    format_id(kKeyIdPrefix, key.key_id, out->key_id);
+    format_id(kAccountIdPrefix, key.account_id, out->account_id);
+    out->requested_rpm = key.requested_rpm;
+
+    if (key.status == KA_KEY_REVOKED) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "API key %.*s is revoked",
+                       KA_ID_TEXT_LEN, out->key_id);
+    }
+    if (key.expires_ms != 0 && now_ms >= key.expires_ms) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "API key %.*s has expired",
+                       KA_ID_TEXT_LEN, out->key_id);
+    }
+
+    std::string_view account_raw;
+    rc = snap.get(store.accounts(), key.account_id, KA_ID_LEN, account_raw);
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
+                       KA_DB_ACCOUNTS, mdb_strerror(rc));
+    }
+    AccountRecordView account;
+    st = rc == 0 ? decode_account_record(account_raw.data(), account_raw.size(), account)
+                 : DecodeStatus::kCorrupt;
+    if (rc == MDB_NOTFOUND || st != DecodeStatus::kOk) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
+                       "account %.*s of API key %.*s is %s; treating the key as invalid",
+                       KA_ID_TEXT_LEN, out->account_id, KA_ID_TEXT_LEN, out->key_id,
+                       rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
+    }
+    if (account.status != KA_ACCOUNT_ACTIVE) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "account %.*s is suspended",
+                       KA_ID_TEXT_LEN, out->account_id);
+    }
+    out->entitlement_rpm = account.entitlement_rpm;
+
+    for (size_t i = 0; i < n_scopes; i++) {
+        std::string_view required(scopes[i].data, scopes[i].len);
+        if (!key.grants(required)) {
+            out->missing_scope = scopes[i];
+            return verdict(out, KA_AUTH_SCOPE_MISSING, KA_LOG_INFO,
+                           "API key %.*s lacks scope \"%.*s\"", KA_ID_TEXT_LEN, out->key_id,
+                           static_cast<int>(required.size()), required.data());
+        }
+    }
+    verdict(out, KA_AUTH_OK, KA_LOG_NONE, "ok");
+}
+
+}  // namespace
+}  // namespace keyauth
+
+extern "C" {
+
+ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len) {
+    try {
+        std::unique_ptr<ka_edge_t> edge(new ka_edge_t());
+        if (!edge->sha.ready()) {
+            snprintf(err, err_len, "OpenSSL has no SHA-256");
+            return nullptr;
+        }
+        std::string why;
+        edge->store = keyauth::EdgeStore::open(path, why);
+        if (!edge->store) {
+            snprintf(err, err_len, "%s", why.c_str());
+            return nullptr;
+        }
+        return edge.release();
+    } catch (const std::exception &e) {
+        snprintf(err, err_len, "%s", e.what());
+    } catch (...) {
+        snprintf(err, err_len, "unknown failure");
+    }
+    return nullptr;
+}
+
+void ka_edge_close(ka_edge_t *edge) { delete edge; }
+
+void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len,
+                          const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
+                          ka_auth_result_t *out) {
+    std::memset(out, 0, sizeof *out);
+    // Nothing on this path throws; the guard keeps that promise if it changes.
+    try {
+        keyauth::authenticate(edge, header, header_len, scopes, n_scopes, now_ms, out);
+    } catch (...) {
+        out->verdict = KA_AUTH_UNAVAILABLE;
+        out->log_level = KA_LOG_ERROR;
+        snprintf(out->reason, sizeof out->reason, "internal error in keyauth core");
+    }
+}
+
+int ka_required_scope_ok(const char *scope, size_t len) {
+    std::string_view s(scope, len);
+    return keyauth::scope_syntax_ok(s) && s.find('*') == std::string_view::npos;
+}
+
+size_t ka_redact_secrets(char *text, size_t len) { return keyauth::redact_secrets(text, len); }
+
+}  // extern "C"

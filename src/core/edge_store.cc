@@ -1,0 +1,131 @@
+#include "edge_store.h"
+
+#include "keyauth_schema.h"
+#include "le.h"
+
+namespace keyauth {
+namespace {
+
+// Old and new workers overlap during a reload, and tools read too.
+constexpr unsigned kMaxReaders = 1024;
+
+std::string mdb_error(const char *what, int rc) {
+    return std::string(what) + ": " + mdb_strerror(rc);
+}
+
+}  // namespace
+
+EdgeStore::~EdgeStore() {
+    if (txn_ != nullptr) {
+        mdb_txn_abort(txn_);
+    }
+    if (env_ != nullptr) {
+        mdb_env_close(env_);
+    }
+}
+
+std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string &err) {
+    std::unique_ptr<EdgeStore> s(new EdgeStore());
+    int rc = mdb_env_create(&s->env_);
+    if (rc != 0) {
+        err = mdb_error("mdb_env_create", rc);
+        s->env_ = nullptr;
+        return nullptr;
+    }
+    mdb_env_set_maxdbs(s->env_, KA_DB_COUNT);
+    mdb_env_set_maxreaders(s->env_, kMaxReaders);
+    rc = mdb_env_open(s->env_, path.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD, 0);
+    if (rc != 0) {
+        err = mdb_error(("mdb_env_open(\"" + path + "\")").c_str(), rc);
+        return nullptr;
+    }
+    int dead = 0;
+    mdb_reader_check(s->env_, &dead);
+
+    MDB_txn *txn = nullptr;
+    rc = mdb_txn_begin(s->env_, nullptr, MDB_RDONLY, &txn);
+    if (rc != 0) {
+        err = mdb_error("mdb_txn_begin", rc);
+        return nullptr;
+    }
+    MDB_dbi meta = 0;
+    const char *missing = nullptr;
+    if ((rc = mdb_dbi_open(txn, KA_DB_META, 0, &meta)) != 0) missing = KA_DB_META;
+    else if ((rc = mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &s->keys_by_hash_)) != 0)
+        missing = KA_DB_KEYS_BY_HASH;
+    else if ((rc = mdb_dbi_open(txn, KA_DB_ACCOUNTS, 0, &s->accounts_)) != 0)
+        missing = KA_DB_ACCOUNTS;
+    if (missing != nullptr) {
+        mdb_txn_abort(txn);
+        err = std::string("database \"") + missing + "\" cannot be opened (" + mdb_strerror(rc) +
+              "): not a keyauth environment? create it with keyauthctl";
+        return nullptr;
+    }
+    MDB_val k{sizeof(KA_META_SCHEMA_VERSION) - 1, const_cast<char *>(KA_META_SCHEMA_VERSION)};
+    MDB_val v{};
+    rc = mdb_get(txn, meta, &k, &v);
+    uint32_t version = 0;
+    if (rc == 0 && v.mv_size == sizeof(uint32_t)) {
+        version = load_le<uint32_t>(static_cast<const unsigned char *>(v.mv_data));
+    }
+    // Commit (not abort) so the dbi handles stay valid in the environment.
+    mdb_txn_commit(txn);
+    if (rc != 0 || version == 0) {
+        err = "no valid schema_version in \"meta\": not a keyauth environment?";
+        return nullptr;
+    }
+    if (version != KA_SCHEMA_VERSION) {
+        err = "schema version " + std::to_string(version) + " is not supported (this build reads " +
+              std::to_string(KA_SCHEMA_VERSION) + "); refusing to authenticate";
+        return nullptr;
+    }
+    rc = mdb_txn_begin(s->env_, nullptr, MDB_RDONLY, &s->txn_);
+    if (rc != 0) {
+        err = mdb_error("mdb_txn_begin", rc);
+        s->txn_ = nullptr;
+        return nullptr;
+    }
+    mdb_txn_reset(s->txn_);
+    return s;
+}
+
+int EdgeStore::begin() noexcept {
+    int rc = txn_ != nullptr ? mdb_txn_renew(txn_) : MDB_MAP_RESIZED;
+    if (rc == MDB_MAP_RESIZED) {
+        // keyauthd grew the map (or an earlier retry failed): adopt the
+        // current size, then start a fresh transaction handle.
+        if (txn_ != nullptr) {
+            mdb_txn_abort(txn_);
+            txn_ = nullptr;
+        }
+        rc = mdb_env_set_mapsize(env_, 0);
+        if (rc == 0) {
+            rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
+            if (rc != 0) {
+                txn_ = nullptr;
+            }
+        }
+    }
+    active_ = rc == 0;
+    return rc;
+}
+
+void EdgeStore::end() noexcept {
+    if (active_) {
+        mdb_txn_reset(txn_);
+        active_ = false;
+    }
+}
+
+int EdgeStore::Snapshot::get(MDB_dbi dbi, const void *key, size_t len,
+                             std::string_view &value) noexcept {
+    MDB_val k{len, const_cast<void *>(key)};
+    MDB_val v{};
+    int rc = mdb_get(store_.txn_, dbi, &k, &v);
+    if (rc == 0) {
+        value = std::string_view(static_cast<const char *>(v.mv_data), v.mv_size);
+    }
+    return rc;
+}
+
+}  // namespace keyauth

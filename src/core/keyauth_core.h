@@ -1,0 +1,81 @@
+/*
+ * The C face of the keyauth core, the only header the nginx glue includes.
+ * Everything behind it is C++17; no function here throws or allocates on
+ * the request path, and no nginx type crosses it.
+ */
+#ifndef KEYAUTH_CORE_H
+#define KEYAUTH_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ka_edge_s ka_edge_t;  /* per-process: LMDB reader + hash context */
+
+typedef struct {
+    const char *data;
+    size_t      len;
+} ka_str_t;
+
+typedef enum {
+    KA_AUTH_OK = 0,
+    KA_AUTH_KEY_REQUIRED,     /* 401 API_KEY_REQUIRED */
+    KA_AUTH_KEY_INVALID,      /* 401 INVALID_API_KEY */
+    KA_AUTH_SCOPE_MISSING,    /* 403 INSUFFICIENT_SCOPE */
+    KA_AUTH_UNAVAILABLE       /* 503 AUTH_UNAVAILABLE: fail closed */
+} ka_verdict_e;
+
+typedef enum {
+    KA_LOG_NONE = 0,
+    KA_LOG_INFO,    /* the client's fault */
+    KA_LOG_ERROR    /* ours: storage failure, corrupt or unknown record */
+} ka_log_level_e;
+
+#define KA_ID_TEXT_LEN     28   /* "key_" / "acc_" + 24 hex digits */
+#define KA_PREFIX_TEXT_LEN 12
+#define KA_REASON_LEN      192
+
+typedef struct {
+    ka_verdict_e   verdict;
+    ka_log_level_e log_level;
+    /* Why, for the error log. Never contains the secret. */
+    char           reason[KA_REASON_LEN];
+    /* Set once the key is well-formed (prefix) or found (ids, rates). */
+    size_t         prefix_len;
+    char           prefix[KA_PREFIX_TEXT_LEN];
+    int            found;
+    char           key_id[KA_ID_TEXT_LEN];
+    char           account_id[KA_ID_TEXT_LEN];
+    uint32_t       requested_rpm;
+    uint32_t       entitlement_rpm;
+    /* The first required scope the key lacks, for WWW-Authenticate. */
+    ka_str_t       missing_scope;
+} ka_auth_result_t;
+
+/* Opens the environment read-only. NULL on failure, with err filled. */
+ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len);
+void ka_edge_close(ka_edge_t *edge);
+
+/*
+ * Checks an Authorization header value (header == NULL: no header) against
+ * the store and the required scopes (all of them are required).
+ */
+void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len,
+    const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
+    ka_auth_result_t *out);
+
+/* A scope a location may require: "<resource>:<action>", no wildcard. */
+int ka_required_scope_ok(const char *scope, size_t len);
+
+/* Masks API keys and console tokens in a log line, in place, keeping the
+ * 12-character display prefix. Returns how many were masked. */
+size_t ka_redact_secrets(char *text, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KEYAUTH_CORE_H */

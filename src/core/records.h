@@ -1,0 +1,76 @@
+// Codecs of the schema v1 records (lmdb_schema/keyauth_schema.h). Decoding
+// yields views into the caller's bytes and never allocates: the edge decodes
+// straight out of LMDB's map inside a read transaction. Encoding is for the
+// admin tools and validates every bound the readers rely on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ids.h"
+#include "keyauth_schema.h"
+
+namespace keyauth {
+
+enum class DecodeStatus { kOk, kUnknownVersion, kCorrupt };
+
+struct KeyRecord {
+    uint8_t status = KA_KEY_ACTIVE;
+    uint32_t requested_rpm = 0;
+    Id key_id{};
+    Id account_id{};
+    int64_t created_ms = 0;
+    int64_t revoked_ms = 0;
+    int64_t expires_ms = 0;
+    std::vector<std::string> scopes;
+    std::string prefix;
+    std::string name;
+};
+
+struct KeyRecordView {
+    uint16_t version = 0;  // set even when the version is unknown
+    uint8_t status = 0;
+    uint8_t scope_count = 0;
+    uint32_t requested_rpm = 0;
+    const unsigned char *key_id = nullptr;
+    const unsigned char *account_id = nullptr;
+    int64_t created_ms = 0;
+    int64_t revoked_ms = 0;
+    int64_t expires_ms = 0;
+    std::string_view scopes;  // packed (u8 length, bytes) entries
+    std::string_view prefix;
+    std::string_view name;
+
+    // True if any granted scope grants `required`.
+    bool grants(std::string_view required) const noexcept;
+    KeyRecord to_owned() const;
+};
+
+// Throws std::invalid_argument naming the violated bound.
+std::string encode_key_record(const KeyRecord &rec);
+DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out) noexcept;
+
+struct AccountRecord {
+    uint8_t status = KA_ACCOUNT_ACTIVE;
+    uint32_t entitlement_rpm = 0;
+    int64_t created_ms = 0;
+    std::string name;
+};
+
+struct AccountRecordView {
+    uint16_t version = 0;
+    uint8_t status = 0;
+    uint32_t entitlement_rpm = 0;
+    int64_t created_ms = 0;
+    std::string_view name;
+};
+
+std::string encode_account_record(const AccountRecord &rec);
+DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordView &out) noexcept;
+
+std::string encode_token_record(const Id &account_id);
+DecodeStatus decode_token_record(const void *data, size_t len, Id &account_id) noexcept;
+
+}  // namespace keyauth

@@ -1,0 +1,25 @@
+/*
+ * JSON responses of the keyauth module: one error layout everywhere,
+ * {"error":{"code":"...","message":"..."}}, and a sender for content handlers.
+ */
+#ifndef NGX_HTTP_KEYAUTH_JSON_H
+#define NGX_HTTP_KEYAUTH_JSON_H
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+/* Sends a complete response; returns what a content handler returns. */
+ngx_int_t ngx_http_keyauth_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *body);
+
+/* Builds the error body in r->pool and sends it. code and message are
+ * trusted ASCII without quotes or backslashes. */
+ngx_int_t ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *code, ngx_str_t *message);
+
+/* Adds a response header (r->pool); NGX_ERROR when out of memory. */
+ngx_table_elt_t *ngx_http_keyauth_add_header(ngx_http_request_t *r,
+    ngx_str_t *name, ngx_str_t *value);
+
+#endif /* NGX_HTTP_KEYAUTH_JSON_H */

@@ -1,0 +1,120 @@
+#include "ngx_http_keyauth_log.h"
+#include "core/keyauth_core.h"
+
+
+static void ngx_http_keyauth_log_writer(ngx_log_t *log, ngx_uint_t level,
+    u_char *buf, size_t len);
+static void ngx_http_keyauth_redact_chain(ngx_log_t *log);
+static void ngx_http_keyauth_redact_location(ngx_http_core_loc_conf_t *clcf);
+static void ngx_http_keyauth_redact_tree(ngx_http_location_tree_node_t *node);
+
+
+static void
+ngx_http_keyauth_log_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
+    size_t len)
+{
+    ssize_t  n;
+
+    /* in place: later logs of the chain and the stderr copy see it masked */
+    (void) ka_redact_secrets((char *) buf, len);
+
+    if (ngx_time() == log->disk_full_time) {
+        return;
+    }
+
+    n = ngx_write_fd(log->file->fd, buf, len);
+
+    if (n == -1 && ngx_errno == NGX_ENOSPC) {
+        log->disk_full_time = ngx_time();
+    }
+}
+
+
+static void
+ngx_http_keyauth_redact_chain(ngx_log_t *log)
+{
+    /* logs with a writer of their own (syslog, memory) are left alone */
+
+    for ( /* void */ ; log; log = log->next) {
+        if (log->writer == NULL && log->file != NULL) {
+            log->writer = ngx_http_keyauth_log_writer;
+        }
+    }
+}
+
+
+static void
+ngx_http_keyauth_redact_tree(ngx_http_location_tree_node_t *node)
+{
+    if (node == NULL) {
+        return;
+    }
+
+    if (node->exact) {
+        ngx_http_keyauth_redact_location(node->exact);
+    }
+
+    if (node->inclusive) {
+        ngx_http_keyauth_redact_location(node->inclusive);
+    }
+
+    ngx_http_keyauth_redact_tree(node->left);
+    ngx_http_keyauth_redact_tree(node->right);
+    ngx_http_keyauth_redact_tree(node->tree);
+}
+
+
+static void
+ngx_http_keyauth_redact_location(ngx_http_core_loc_conf_t *clcf)
+{
+    ngx_http_core_loc_conf_t  *lx;
+
+#if (NGX_PCRE)
+    ngx_http_core_loc_conf_t  **clcfp;
+#endif
+
+    ngx_http_keyauth_redact_chain(clcf->error_log);
+
+    ngx_http_keyauth_redact_tree(clcf->static_locations);
+
+#if (NGX_PCRE)
+    if (clcf->regex_locations) {
+        for (clcfp = clcf->regex_locations; *clcfp; clcfp++) {
+            ngx_http_keyauth_redact_location(*clcfp);
+        }
+    }
+#endif
+
+    if (clcf->limit_except_loc_conf) {
+        lx = clcf->limit_except_loc_conf[ngx_http_core_module.ctx_index];
+        if (lx != clcf) {
+            ngx_http_keyauth_redact_chain(lx->error_log);
+        }
+    }
+}
+
+
+void
+ngx_http_keyauth_redact_logs(ngx_conf_t *cf)
+{
+    ngx_uint_t                  s;
+    ngx_http_core_srv_conf_t  **cscfp;
+    ngx_http_core_loc_conf_t   *clcf, **named;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    ngx_http_keyauth_redact_chain(&cf->cycle->new_log);
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    cscfp = cmcf->servers.elts;
+
+    for (s = 0; s < cmcf->servers.nelts; s++) {
+        clcf = cscfp[s]->ctx->loc_conf[ngx_http_core_module.ctx_index];
+        ngx_http_keyauth_redact_location(clcf);
+
+        if (cscfp[s]->named_locations) {
+            for (named = cscfp[s]->named_locations; *named; named++) {
+                ngx_http_keyauth_redact_location(*named);
+            }
+        }
+    }
+}

@@ -1,0 +1,580 @@
+/*
+ * keyauth: Bearer API key authentication in the access phase.
+ *
+ * The glue only translates between nginx and the C++ core (keyauth_core.h):
+ * configuration, the per-worker LMDB handle, the access handler, the JSON
+ * error responses and the $keyauth_* variables.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "core/keyauth_core.h"
+#include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_log.h"
+
+
+/* A store that failed to open is retried at most this often. */
+#define NGX_HTTP_KEYAUTH_REOPEN_MSEC  1000
+
+
+typedef struct {
+    ngx_str_t                 db_path;     /* NUL-terminated */
+} ngx_http_keyauth_main_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                enable;
+    ngx_array_t              *scopes;      /* of ka_str_t */
+} ngx_http_keyauth_loc_conf_t;
+
+
+typedef struct {
+    ka_auth_result_t          result;
+} ngx_http_keyauth_ctx_t;
+
+
+typedef enum {
+    NGX_HTTP_KEYAUTH_VAR_KEY_ID = 0,
+    NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
+    NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX
+} ngx_http_keyauth_var_e;
+
+
+static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
+    ka_auth_result_t *res);
+static ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
+static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_keyauth_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_keyauth_init_process(ngx_cycle_t *cycle);
+static void ngx_http_keyauth_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_command_t  ngx_http_keyauth_commands[] = {
+
+    { ngx_string("keyauth_db"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_db,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_keyauth_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("keyauth_scope"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_keyauth_scope,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_keyauth_module_ctx = {
+    ngx_http_keyauth_add_variables,        /* preconfiguration */
+    ngx_http_keyauth_init,                 /* postconfiguration */
+
+    ngx_http_keyauth_create_main_conf,     /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_keyauth_create_loc_conf,      /* create location configuration */
+    ngx_http_keyauth_merge_loc_conf        /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_keyauth_module = {
+    NGX_MODULE_V1,
+    &ngx_http_keyauth_module_ctx,          /* module context */
+    ngx_http_keyauth_commands,             /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_keyauth_init_process,         /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_keyauth_exit_process,         /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
+
+    { ngx_string("keyauth_key_id"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_KEY_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_account_id"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_key_prefix"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+/* One LMDB reader per worker process: LMDB handles do not survive fork. */
+static ka_edge_t   *ngx_http_keyauth_edge_handle;
+static ngx_msec_t   ngx_http_keyauth_next_open;
+static u_char      *ngx_http_keyauth_db_path;
+
+
+static ngx_str_t  ngx_http_keyauth_www_authenticate =
+    ngx_string("WWW-Authenticate");
+
+
+static ngx_int_t
+ngx_http_keyauth_handler(ngx_http_request_t *r)
+{
+    int64_t                       now_ms;
+    ngx_str_t                    *value;
+    ngx_uint_t                    level;
+    ngx_time_t                   *tp;
+    ngx_table_elt_t              *h;
+    ngx_http_keyauth_ctx_t       *ctx;
+    ngx_http_keyauth_loc_conf_t  *klcf;
+
+    klcf = ngx_http_get_module_loc_conf(r, ngx_http_keyauth_module);
+
+    if (!klcf->enable) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_keyauth_module);
+
+    h = r->headers_in.authorization;
+    value = h ? &h->value : NULL;
+
+    tp = ngx_timeofday();
+    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+
+    ka_edge_authenticate(ngx_http_keyauth_edge(r->connection->log),
+                         value ? (const char *) value->data : NULL,
+                         value ? value->len : 0,
+                         klcf->scopes ? klcf->scopes->elts : NULL,
+                         klcf->scopes ? klcf->scopes->nelts : 0,
+                         now_ms, &ctx->result);
+
+    if (ctx->result.log_level != KA_LOG_NONE) {
+        level = (ctx->result.log_level == KA_LOG_ERROR) ? NGX_LOG_ERR
+                                                        : NGX_LOG_INFO;
+        ngx_log_error(level, r->connection->log, 0, "keyauth: %s",
+                      ctx->result.reason);
+    }
+
+    if (ctx->result.verdict == KA_AUTH_OK) {
+        return NGX_OK;
+    }
+
+    return ngx_http_keyauth_reject(r, &ctx->result);
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
+{
+    ngx_int_t                  rc;
+    ngx_str_t                  challenge, code, message;
+    ngx_uint_t                 status;
+    ngx_table_elt_t           *h;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    status = NGX_HTTP_UNAUTHORIZED;
+    ngx_str_null(&challenge);
+
+    switch (res->verdict) {
+
+    case KA_AUTH_KEY_REQUIRED:
+        ngx_str_set(&code, "API_KEY_REQUIRED");
+        ngx_str_set(&message, "A Bearer API key is required");
+        ngx_str_set(&challenge, "Bearer realm=\"api\"");
+        break;
+
+    case KA_AUTH_KEY_INVALID:
+        ngx_str_set(&code, "INVALID_API_KEY");
+        ngx_str_set(&message, "The API key is invalid or revoked");
+        ngx_str_set(&challenge, "Bearer realm=\"api\", error=\"invalid_token\"");
+        break;
+
+    case KA_AUTH_SCOPE_MISSING:
+        status = NGX_HTTP_FORBIDDEN;
+        ngx_str_set(&code, "INSUFFICIENT_SCOPE");
+
+        message.len = sizeof("The API key lacks the scope ") - 1
+                      + res->missing_scope.len;
+        message.data = ngx_pnalloc(r->pool, message.len);
+
+        challenge.len = sizeof("Bearer realm=\"api\", error=\"insufficient_scope\""
+                               ", scope=\"\"") - 1
+                        + res->missing_scope.len;
+        challenge.data = ngx_pnalloc(r->pool, challenge.len);
+
+        if (message.data == NULL || challenge.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(message.data, "The API key lacks the scope %*s",
+                    res->missing_scope.len, res->missing_scope.data);
+        ngx_sprintf(challenge.data, "Bearer realm=\"api\", "
+                    "error=\"insufficient_scope\", scope=\"%*s\"",
+                    res->missing_scope.len, res->missing_scope.data);
+        break;
+
+    default: /* KA_AUTH_UNAVAILABLE */
+        status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        ngx_str_set(&code, "AUTH_UNAVAILABLE");
+        ngx_str_set(&message, "API key authentication is temporarily "
+                              "unavailable");
+        break;
+    }
+
+    if (challenge.len) {
+        h = ngx_http_keyauth_add_header(r, &ngx_http_keyauth_www_authenticate,
+                                        &challenge);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        r->headers_out.www_authenticate = h;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (clcf->satisfy != NGX_HTTP_SATISFY_ALL) {
+        /* "satisfy any": another access module may still let it through,
+         * so leave the response to the access phase */
+        return status;
+    }
+
+    rc = ngx_http_keyauth_send_error(r, status, &code, &message);
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ka_edge_t *
+ngx_http_keyauth_edge(ngx_log_t *log)
+{
+    char  err[256];
+
+    if (ngx_http_keyauth_edge_handle != NULL
+        || ngx_http_keyauth_db_path == NULL
+        || (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_open) < 0)
+    {
+        return ngx_http_keyauth_edge_handle;
+    }
+
+    ngx_http_keyauth_edge_handle = ka_edge_open(
+                                       (const char *) ngx_http_keyauth_db_path,
+                                       err, sizeof(err));
+
+    if (ngx_http_keyauth_edge_handle == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "keyauth: cannot open key store \"%s\": %s; "
+                      "API key requests fail with 503 until it opens",
+                      ngx_http_keyauth_db_path, err);
+        ngx_http_keyauth_next_open = ngx_current_msec
+                                     + NGX_HTTP_KEYAUTH_REOPEN_MSEC;
+    }
+
+    return ngx_http_keyauth_edge_handle;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_http_keyauth_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_keyauth_module);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    switch (data) {
+
+    case NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX:
+        v->len = ctx->result.prefix_len;
+        v->data = (u_char *) ctx->result.prefix;
+        break;
+
+    case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
+        v->len = ctx->result.found ? KA_ID_TEXT_LEN : 0;
+        v->data = (u_char *) ctx->result.key_id;
+        break;
+
+    default: /* NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID */
+        v->len = ctx->result.found ? KA_ID_TEXT_LEN : 0;
+        v->data = (u_char *) ctx->result.account_id;
+        break;
+    }
+
+    if (v->len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf = conf;
+
+    ngx_str_t  *value, path;
+
+    if (kmcf->db_path.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    path = value[1];
+
+    if (path.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "empty path in \"keyauth_db\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &path, 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    kmcf->db_path.len = path.len;
+    kmcf->db_path.data = ngx_pnalloc(cf->pool, path.len + 1);
+    if (kmcf->db_path.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(kmcf->db_path.data, path.data, path.len + 1);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_loc_conf_t  *klcf = conf;
+
+    ka_str_t    *scope;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (klcf->scopes != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    klcf->scopes = ngx_array_create(cf->pool, cf->args->nelts - 1,
+                                    sizeof(ka_str_t));
+    if (klcf->scopes == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (!ka_required_scope_ok((const char *) value[i].data, value[i].len)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid scope \"%V\" in \"keyauth_scope\": "
+                               "expected <resource>:<action> of "
+                               "[a-z0-9_.-], 1-31 characters each, "
+                               "without \"*\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        scope = ngx_array_push(klcf->scopes);
+        if (scope == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        scope->data = (const char *) value[i].data;
+        scope->len = value[i].len;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_keyauth_main_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_keyauth_main_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->db_path = { 0, NULL };
+     */
+
+    return conf;
+}
+
+
+static void *
+ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_keyauth_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_keyauth_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    conf->enable = NGX_CONF_UNSET;
+    conf->scopes = NGX_CONF_UNSET_PTR;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_keyauth_loc_conf_t  *prev = parent;
+    ngx_http_keyauth_loc_conf_t  *conf = child;
+
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_ptr_value(conf->scopes, prev->scopes, NULL);
+
+    if (conf->enable) {
+        kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
+
+        if (kmcf->db_path.data == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"keyauth on\" needs \"keyauth_db\" "
+                               "in the http block");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_keyauth_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt           *h;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
+
+    if (kmcf->db_path.data == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_http_keyauth_redact_logs(cf);
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_keyauth_handler;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
+
+    if (kmcf == NULL || kmcf->db_path.data == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_http_keyauth_db_path = kmcf->db_path.data;
+    ngx_http_keyauth_next_open = ngx_current_msec;
+
+    /* opened here, not in the master: LMDB handles do not survive fork */
+    (void) ngx_http_keyauth_edge(cycle->log);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_keyauth_exit_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_keyauth_edge_handle != NULL) {
+        ka_edge_close(ngx_http_keyauth_edge_handle);
+        ngx_http_keyauth_edge_handle = NULL;
+    }
+}

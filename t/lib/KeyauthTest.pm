@@ -1,0 +1,260 @@
+package KeyauthTest;
+
+# End-to-end harness: a throwaway directory with an LMDB store made by the
+# real keyauthctl, and a real nginx (the packaged binary loading the built
+# module) on free loopback ports. Core Perl only.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use JSON::PP;
+use Time::HiRes qw(sleep time);
+use Exporter 'import';
+
+our @EXPORT_OK = qw(http_request);
+
+my $ROOT = abs_path(dirname(__FILE__) . '/../..');
+
+sub root { $ROOT }
+
+sub new {
+    my ($class, %opt) = @_;
+    my $dir = tempdir('keyauth-t-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{KEYAUTH_KEEP});
+    mkdir "$dir/logs";
+    my $self = bless {
+        dir     => $dir,
+        db      => "$dir/db",
+        ctl     => "$ROOT/build/keyauthctl",
+        module  => "$ROOT/build/ngx_http_keyauth_module.so",
+        workers => $opt{workers} // 2,
+    }, $class;
+    return $self;
+}
+
+sub dir { $_[0]{dir} }
+sub db  { $_[0]{db} }
+
+# A port nobody listens on now. Parallel test files may race for it, so
+# start_nginx retries with fresh ports when the bind fails.
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
+        or die "cannot bind: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# Runs keyauthctl with --json; returns (exit code, decoded stdout or undef, stderr).
+sub ctl_raw {
+    my ($self, @args) = @_;
+    my $err = "$self->{dir}/ctl.err";
+    my $out = qx{"$self->{ctl}" --db "$self->{db}" --json @{[ map { _q($_) } @args ]} 2>"$err"};
+    my $rc = $? >> 8;
+    my $stderr = do { local (@ARGV, $/) = ($err); <> } // '';
+    my $json = eval { decode_json($out) };
+    return ($rc, $json, $stderr);
+}
+
+sub ctl {
+    my ($self, @args) = @_;
+    my ($rc, $json, $stderr) = $self->ctl_raw(@args);
+    die "keyauthctl @args failed ($rc): $stderr" if $rc != 0;
+    return $json;
+}
+
+sub _q { my $s = shift; $s =~ s/'/'\\''/g; return "'$s'" }
+
+sub account {
+    my ($self, %o) = @_;
+    return $self->ctl('account', 'create', '--name', $o{name} // 'acme',
+                      '--entitlement', $o{entitlement} // 6000);
+}
+
+sub key {
+    my ($self, %o) = @_;
+    my @scopes = map { ('--scope', $_) } @{ $o{scopes} // ['ip:read'] };
+    return $self->ctl('key', 'create', '--account', $o{account}, '--name', $o{name} // 'test key',
+                      @scopes, '--rate', $o{rate} // 6000);
+}
+
+# Starts nginx with the given server-level locations in front of an echo
+# upstream (another server block of the same nginx) that reports what it got.
+sub start_nginx {
+    my ($self, %o) = @_;
+    $self->ctl('init') unless $o{no_init};
+    for my $attempt (1 .. 5) {
+        $self->{port} = free_port();
+        $self->{upstream_port} = free_port();
+        $self->_write_conf(%o);
+        my $rc = system('nginx', '-p', $self->{dir}, '-c', "$self->{dir}/nginx.conf",
+                        '-e', "$self->{dir}/logs/error.log");
+        if ($rc == 0 && $self->_wait_port($self->{port})) {
+            $self->{running} = 1;
+            return $self;
+        }
+        $self->stop_nginx;
+    }
+    die "nginx did not start:\n" . $self->error_log;
+}
+
+sub _write_conf {
+    my ($self, %o) = @_;
+    my $d = $self->{dir};
+    my $user = $> == 0 ? 'user root root;' : '';
+    my $level = $o{log_level} // 'info';
+    my $http = $o{http} // '';
+    my $locations = $o{locations} // '';
+    my $db = exists $o{db} ? $o{db} : $self->{db};
+    my $db_line = defined $db ? "keyauth_db $db;" : '';
+    open my $fh, '>', "$d/nginx.conf" or die $!;
+    print $fh <<"CONF";
+load_module $self->{module};
+$user
+worker_processes $self->{workers};
+error_log $d/logs/error.log $level;
+pid $d/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log $d/logs/access.log;
+    client_body_temp_path $d/tmp_body;
+    proxy_temp_path $d/tmp_proxy;
+    fastcgi_temp_path $d/tmp_fastcgi;
+    uwsgi_temp_path $d/tmp_uwsgi;
+    scgi_temp_path $d/tmp_scgi;
+    $db_line
+    $http
+    upstream tool { server 127.0.0.1:$self->{upstream_port}; keepalive 8; }
+    server {
+        listen 127.0.0.1:$self->{port};
+        $locations
+    }
+    server {
+        listen 127.0.0.1:$self->{upstream_port};
+        location / {
+            return 200 "upstream uri=\$request_uri key=\$http_x_key_id account=\$http_x_account_id prefix=\$http_x_key_prefix auth=\$http_authorization\\n";
+        }
+    }
+}
+CONF
+    close $fh;
+}
+
+sub _wait_port {
+    my ($self, $port) = @_;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port);
+        if ($s) { close $s; return 1; }
+        sleep 0.05;
+    }
+    return 0;
+}
+
+sub pid {
+    my $self = shift;
+    open my $fh, '<', "$self->{dir}/nginx.pid" or return;
+    my $pid = <$fh>;
+    chomp $pid if defined $pid;
+    return $pid;
+}
+
+sub signal_nginx {
+    my ($self, $sig) = @_;
+    return system('nginx', '-p', $self->{dir}, '-c', "$self->{dir}/nginx.conf",
+                  '-e', "$self->{dir}/logs/error.log", '-s', $sig) == 0;
+}
+
+# Pids of the current worker processes (children of the master).
+sub worker_pids {
+    my $self = shift;
+    my $master = $self->pid or return ();
+    my @pids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        open my $fh, '<', $stat or next;
+        my $line = <$fh> // next;
+        my ($pid, $ppid) = $line =~ /^(\d+) \(.*?\) \S+ (\d+)/ or next;
+        push @pids, $pid if $ppid == $master;
+    }
+    return @pids;
+}
+
+sub stop_nginx {
+    my $self = shift;
+    my $pid = $self->pid;
+    if ($pid && kill 0, $pid) {
+        kill 'QUIT', $pid;
+        my $deadline = time + 5;
+        sleep 0.05 while kill(0, $pid) && time < $deadline;
+        kill 'KILL', $pid if kill 0, $pid;
+    }
+    unlink "$self->{dir}/nginx.pid";
+    $self->{running} = 0;
+}
+
+sub error_log {
+    my $self = shift;
+    open my $fh, '<', "$self->{dir}/logs/error.log" or return '';
+    local $/;
+    return <$fh>;
+}
+
+sub port { $_[0]{port} }
+
+sub DESTROY {
+    my $self = shift;
+    $self->stop_nginx if $self->{running};
+}
+
+# Raw HTTP/1.1 over a fresh connection, so that tests control every byte
+# (duplicate headers, odd bytes, huge values). Returns a hash:
+# { status, headers => { lc name => [values] }, body, raw }. A trailing
+# scalar reference is sent as the request body.
+sub request {
+    my ($self, $method, $path, @headers) = @_;
+    return http_request($self->{port}, $method, $path, @headers);
+}
+
+sub http_request {
+    my ($port, $method, $path, @headers) = @_;
+    my $body = '';
+    if (@headers && ref $headers[-1] eq 'SCALAR') {
+        $body = ${ pop @headers };
+        push @headers, 'Content-Length: ' . length $body;
+    }
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10)
+        or die "connect: $!";
+    my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+    $req .= "$_\r\n" for @headers;
+    $req .= "\r\n" . $body;
+    print $s $req;
+    local $/;
+    my $raw = <$s> // '';
+    close $s;
+    my ($head, $resp_body) = split /\r\n\r\n/, $raw, 2;
+    my @lines = split /\r\n/, $head // '';
+    my $status_line = shift @lines // '';
+    my ($status) = $status_line =~ m{^HTTP/\d\.\d (\d{3})};
+    my %h;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        push @{ $h{lc $k} }, $v;
+    }
+    return { status => $status // 0, headers => \%h, body => $resp_body // '', raw => $raw };
+}
+
+sub header {
+    my ($res, $name) = @_;
+    my $v = $res->{headers}{lc $name};
+    return $v ? $v->[0] : undef;
+}
+
+sub json_body {
+    my $res = shift;
+    return eval { decode_json($res->{body}) };
+}
+
+1;
