@@ -19,8 +19,15 @@ namespace {
 
 // Readers of old and new nginx workers overlap during a reload.
 constexpr unsigned kMaxReaders = 1024;
-// data.mdb and lock.mdb: the nginx worker's group must write lock.mdb.
+// data.mdb and lock.mdb: the nginx worker's group must write lock.mdb (LMDB
+// readers take their reader slot there). Applied whatever the umask.
 constexpr mdb_mode_t kFileMode = 0660;
+constexpr mode_t kDirMode = 02770;
+
+bool exists(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+}
 
 lmdb::val val_of(const void *p, size_t n) { return lmdb::val(p, n); }
 lmdb::val val_of(std::string_view s) { return lmdb::val(s.data(), s.size()); }
@@ -65,14 +72,18 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
-void mkdir_p(const std::string &path) {
+void mkdir_p(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
     std::string cur;
     size_t pos = 0;
     while (pos != std::string::npos) {
         pos = path.find('/', pos + 1);
         cur = path.substr(0, pos);
         if (cur.empty()) continue;
-        if (::mkdir(cur.c_str(), 02770) != 0 && errno != EEXIST) {
+        const bool last = pos == std::string::npos;
+        if (::mkdir(cur.c_str(), last ? kDirMode : 0755) == 0) {
+            if (last) ::chmod(cur.c_str(), kDirMode);  // not narrowed by the umask
+        } else if (errno != EEXIST) {
             throw std::runtime_error("cannot create directory " + cur + ": " + std::strerror(errno));
         }
     }
@@ -117,10 +128,15 @@ void validate_rate(uint32_t rpm, const char *field) {
 Store::Store(const std::string &path, size_t map_size)
     : env_(lmdb::env::create()), clock_(wall_clock_ms) {
     mkdir_p(path);
+    const bool fresh = !exists(path + "/data.mdb");
     env_.set_max_dbs(KA_DB_COUNT);
     env_.set_max_readers(kMaxReaders);
     env_.set_mapsize(map_size);
     env_.open(path.c_str(), 0, kFileMode);
+    if (fresh) {
+        ::chmod((path + "/data.mdb").c_str(), kFileMode);
+        ::chmod((path + "/lock.mdb").c_str(), kFileMode);
+    }
     int dead = 0;
     mdb_reader_check(env_.handle(), &dead);
 

@@ -40,7 +40,7 @@ bool scope_grants(std::string_view granted, std::string_view required) noexcept 
     }
     size_t colon = granted.find(':');
     return colon != std::string_view::npos && granted.substr(colon) == ":*" &&
-           required.size() > colon && required.substr(0, colon + 1) == granted.substr(0, colon + 1);
+           required.size() > colon + 1 && required.substr(0, colon + 1) == granted.substr(0, colon + 1);
 }
 
 }  // namespace keyauth

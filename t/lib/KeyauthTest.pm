@@ -31,6 +31,7 @@ sub new {
         ctl     => "$ROOT/build/keyauthctl",
         module  => "$ROOT/build/ngx_http_keyauth_module.so",
         workers => $opt{workers} // 2,
+        owner   => $$,
     }, $class;
     return $self;
 }
@@ -206,7 +207,8 @@ sub port { $_[0]{port} }
 
 sub DESTROY {
     my $self = shift;
-    $self->stop_nginx if $self->{running};
+    # a forked client process must not stop the nginx of its parent
+    $self->stop_nginx if $self->{running} && $self->{owner} == $$;
 }
 
 # Raw HTTP/1.1 over a fresh connection, so that tests control every byte

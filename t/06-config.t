@@ -1,0 +1,64 @@
+# Bad directives fail "nginx -t" with a clear message and file:line.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use KeyauthTest;
+
+my $t = KeyauthTest->new;
+my $module = KeyauthTest::root() . '/build/ngx_http_keyauth_module.so';
+my $db = $t->db;
+
+sub nginx_t {
+    my ($http) = @_;
+    my $conf = $t->dir . '/test.conf';
+    open my $fh, '>', $conf or die $!;
+    print $fh "load_module $module;\nevents {}\nhttp {\n$http\n}\n";
+    close $fh;
+    my $out = qx{nginx -t -p ${\ $t->dir } -c $conf -e ${\ $t->dir }/logs/t.log 2>&1};
+    return ($? >> 8, $out, $conf);
+}
+
+my @bad = (
+    ['keyauth_db needed',
+     "server { listen 127.0.0.1:1; location / { keyauth on; } }",
+     qr/"keyauth on" needs "keyauth_db" in the http block in \S+test\.conf:\d+/],
+    ['scope without action',
+     "keyauth_db $db;\nserver { location / { keyauth on; keyauth_scope ip; } }",
+     qr/invalid scope "ip" in "keyauth_scope".* in \S+test\.conf:5/],
+    ['wildcard scope cannot be required',
+     "keyauth_db $db;\nserver { location / { keyauth on; keyauth_scope ip:*; } }",
+     qr/invalid scope "ip:\*" in "keyauth_scope"/],
+    ['upper-case scope',
+     "keyauth_db $db;\nserver { location / { keyauth_scope IP:read; } }",
+     qr/invalid scope "IP:read"/],
+    ['keyauth takes on|off',
+     "keyauth_db $db;\nserver { location / { keyauth maybe; } }",
+     qr/invalid value "maybe" in "keyauth" directive, it must be "on" or "off" in \S+test\.conf:5/],
+    ['keyauth_db twice',
+     "keyauth_db $db;\nkeyauth_db $db;",
+     qr/"keyauth_db" directive is duplicate in \S+test\.conf:5/],
+    ['keyauth_db only in http',
+     "keyauth_db $db;\nserver { keyauth_db $db; }",
+     qr/"keyauth_db" directive is not allowed here in \S+test\.conf:5/],
+    ['keyauth_scope twice in one block',
+     "keyauth_db $db;\nserver { location / { keyauth_scope a:b; keyauth_scope c:d; } }",
+     qr/"keyauth_scope" directive is duplicate/],
+    ['empty keyauth_db',
+     "keyauth_db \"\";",
+     qr/empty path in "keyauth_db"/],
+);
+
+for my $case (@bad) {
+    my ($name, $http, $re) = @$case;
+    my ($rc, $out) = nginx_t($http);
+    isnt $rc, 0, "$name: nginx -t fails";
+    like $out, $re, "$name: message with file:line";
+}
+
+my ($rc, $out) = nginx_t("keyauth_db $db;\nkeyauth on;\nkeyauth_scope ip:read tools.v2:run-job;\n"
+                         . "server { listen 127.0.0.1:1; location /open { keyauth off; } }");
+is $rc, 0, 'a valid configuration passes nginx -t' or diag $out;
+
+done_testing;

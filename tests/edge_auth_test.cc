@@ -1,0 +1,148 @@
+// The C API the nginx glue calls, against a real LMDB written by the store.
+#include <gtest/gtest.h>
+#include <lmdb.h>
+
+#include <cstring>
+#include <string>
+
+#include "key_format.h"
+#include "keyauth_core.h"
+#include "store.h"
+#include "temp_dir.h"
+
+using namespace keyauth;
+using keyauth::testing::TempDir;
+
+namespace {
+
+constexpr int64_t kNow = 1'760'000'000'000;
+
+class EdgeAuthTest : public ::testing::Test {
+protected:
+    TempDir dir;
+    std::string path = dir.sub("db");
+    Store store{path};
+    Id acc = store.create_account("acme", 600).account.id;
+    CreatedKey key = store.create_key(acc, "k", {"ip:read", "geo:*"}, 100);
+    ka_edge_t *edge = nullptr;
+
+    void SetUp() override {
+        char err[256] = "";
+        edge = ka_edge_open(path.c_str(), err, sizeof err);
+        ASSERT_NE(edge, nullptr) << err;
+    }
+    void TearDown() override { ka_edge_close(edge); }
+
+    std::vector<std::string> scopes_;  // outlives the result, which may point into it
+
+    ka_auth_result_t auth(const std::string &header, std::vector<std::string> scopes = {"ip:read"},
+                          bool has_header = true) {
+        scopes_ = std::move(scopes);
+        std::vector<ka_str_t> s;
+        for (auto &x : scopes_) s.push_back({x.data(), x.size()});
+        ka_auth_result_t r;
+        ka_edge_authenticate(edge, has_header ? header.data() : nullptr, header.size(), s.data(),
+                             s.size(), kNow, &r);
+        return r;
+    }
+    std::string bearer() { return "Bearer " + key.secret; }
+};
+
+}  // namespace
+
+TEST_F(EdgeAuthTest, ValidKeyCarriesIdsAndRates) {
+    auto r = auth(bearer());
+    ASSERT_EQ(r.verdict, KA_AUTH_OK) << r.reason;
+    EXPECT_EQ(r.log_level, KA_LOG_NONE);
+    EXPECT_EQ(std::string(r.key_id, KA_ID_TEXT_LEN), id_to_string(kKeyIdPrefix, key.key.key_id));
+    EXPECT_EQ(std::string(r.account_id, KA_ID_TEXT_LEN), id_to_string(kAccountIdPrefix, acc));
+    EXPECT_EQ(std::string(r.prefix, r.prefix_len), key.secret.substr(0, 12));
+    EXPECT_EQ(r.requested_rpm, 100u);
+    EXPECT_EQ(r.entitlement_rpm, 600u);
+}
+
+TEST_F(EdgeAuthTest, MissingKey) {
+    EXPECT_EQ(auth("", {"ip:read"}, false).verdict, KA_AUTH_KEY_REQUIRED);
+    EXPECT_EQ(auth("Basic abc").verdict, KA_AUTH_KEY_REQUIRED);
+    EXPECT_EQ(auth("Bearer ").verdict, KA_AUTH_KEY_REQUIRED);
+}
+
+TEST_F(EdgeAuthTest, InvalidKeysNeverLeakTheSecretIntoTheReason) {
+    std::string typo = key.secret;
+    typo[5] = typo[5] == 'A' ? 'B' : 'A';
+    for (const std::string &h : {"Bearer " + typo, "Bearer " + key.secret + " x",
+                                 "Bearer " + generate_secret(kKeyPrefix)}) {
+        auto r = auth(h);
+        EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID) << h;
+        EXPECT_EQ(std::string(r.reason).find(key.secret.substr(12)), std::string::npos) << r.reason;
+    }
+}
+
+TEST_F(EdgeAuthTest, RevokedKeyIsInvalidAtOnce) {
+    ASSERT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
+    store.revoke_key(acc, key.key.key_id);
+    auto r = auth(bearer());
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
+    EXPECT_NE(std::string(r.reason).find("revoked"), std::string::npos);
+}
+
+TEST_F(EdgeAuthTest, ScopesAreAllRequired) {
+    EXPECT_EQ(auth(bearer(), {"ip:read", "geo:lookup"}).verdict, KA_AUTH_OK);
+    auto r = auth(bearer(), {"ip:read", "asn:read"});
+    EXPECT_EQ(r.verdict, KA_AUTH_SCOPE_MISSING);
+    EXPECT_EQ(std::string(r.missing_scope.data, r.missing_scope.len), "asn:read");
+    EXPECT_EQ(auth(bearer(), {}).verdict, KA_AUTH_OK);
+}
+
+TEST_F(EdgeAuthTest, EntitlementChangeIsSeenByTheNextRequest) {
+    store.set_entitlement(acc, 30);
+    EXPECT_EQ(auth(bearer()).entitlement_rpm, 30u);
+}
+
+TEST_F(EdgeAuthTest, SeesWritesAfterTheMapGrows) {
+    // A second writer with a bigger map: the edge adopts the new size.
+    {
+        Store big(path, Store::kDefaultMapSize * 2);
+        auto k2 = big.create_key(acc, "later", {"ip:read"}, 10);
+        std::string h = "Bearer " + k2.secret;
+        EXPECT_EQ(auth(h).verdict, KA_AUTH_OK);
+    }
+    EXPECT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
+}
+
+TEST(EdgeOpen, MissingStoreFailsWithAReason) {
+    TempDir dir;
+    char err[256] = "";
+    EXPECT_EQ(ka_edge_open(dir.sub("nope").c_str(), err, sizeof err), nullptr);
+    EXPECT_NE(std::string(err).find("No such file"), std::string::npos) << err;
+}
+
+TEST(EdgeOpen, ForeignEnvironmentFailsWithAReason) {
+    TempDir dir;
+    MDB_env *env;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_open(env, dir.path().c_str(), 0, 0600), 0);
+    mdb_env_close(env);
+    char err[256] = "";
+    EXPECT_EQ(ka_edge_open(dir.path().c_str(), err, sizeof err), nullptr);
+    EXPECT_NE(std::string(err).find("not a keyauth environment"), std::string::npos) << err;
+}
+
+TEST(EdgeOpen, NoStoreStillAnswersMalformedAndMissingKeys) {
+    ka_auth_result_t r;
+    ka_edge_authenticate(nullptr, nullptr, 0, nullptr, 0, kNow, &r);
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_REQUIRED);
+    std::string h = "Bearer ka_nope";
+    ka_edge_authenticate(nullptr, h.data(), h.size(), nullptr, 0, kNow, &r);
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
+    h = "Bearer " + generate_secret(kKeyPrefix);
+    ka_edge_authenticate(nullptr, h.data(), h.size(), nullptr, 0, kNow, &r);
+    EXPECT_EQ(r.verdict, KA_AUTH_UNAVAILABLE);
+    EXPECT_EQ(r.log_level, KA_LOG_ERROR);
+}
+
+TEST(RequiredScope, NoWildcards) {
+    EXPECT_TRUE(ka_required_scope_ok("ip:read", 7));
+    EXPECT_FALSE(ka_required_scope_ok("ip:*", 4));
+    EXPECT_FALSE(ka_required_scope_ok("ip", 2));
+}

@@ -1,0 +1,186 @@
+#include "store.h"
+
+#include <gtest/gtest.h>
+
+#include "key_format.h"
+#include "temp_dir.h"
+
+using namespace keyauth;
+using keyauth::testing::TempDir;
+
+namespace {
+
+class StoreTest : public ::testing::Test {
+protected:
+    TempDir dir;
+    Store store{dir.sub("db")};
+    int64_t now = 1'760'000'000'000;
+
+    void SetUp() override {
+        store.set_clock([this] { return now++; });
+    }
+
+    Id account(uint32_t entitlement = 600) {
+        return store.create_account("acme", entitlement).account.id;
+    }
+
+    size_t key_count(const Id &acc) { return store.list_keys(acc, 1000, std::nullopt).keys.size(); }
+
+    void expect_invalid(const std::function<void()> &fn, const std::string &field) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error for field " << field;
+        } catch (const StoreError &e) {
+            EXPECT_EQ(e.kind(), StoreError::Kind::kInvalid);
+            EXPECT_EQ(e.field(), field) << e.what();
+            EXPECT_NE(std::string(e.what()).size(), 0u);
+        }
+    }
+};
+
+}  // namespace
+
+TEST_F(StoreTest, AccountGetsAOneTimeConsoleToken) {
+    auto made = store.create_account("Acme Ltd", 1200);
+    EXPECT_TRUE(secret_format_ok(made.console_token, kConsoleTokenPrefix));
+    auto found = store.account_for_console_token(made.console_token);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(*found, made.account.id);
+    EXPECT_FALSE(store.account_for_console_token(generate_secret(kConsoleTokenPrefix)));
+    EXPECT_FALSE(store.account_for_console_token("kac_garbage"));
+    auto acc = store.find_account(made.account.id);
+    ASSERT_TRUE(acc);
+    EXPECT_EQ(acc->record.name, "Acme Ltd");
+    EXPECT_EQ(acc->record.entitlement_rpm, 1200u);
+}
+
+TEST_F(StoreTest, CreateKeyStoresMetadataAndReturnsTheSecretOnce) {
+    Id acc = account();
+    auto made = store.create_key(acc, "prod", {"ip:read"}, 100);
+    EXPECT_TRUE(secret_format_ok(made.secret, kKeyPrefix));
+    EXPECT_EQ(made.key.prefix, made.secret.substr(0, 12));
+    auto found = store.find_key(made.key.key_id);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->name, "prod");
+    EXPECT_EQ(found->scopes, std::vector<std::string>{"ip:read"});
+    EXPECT_EQ(found->requested_rpm, 100u);
+    EXPECT_EQ(found->account_id, acc);
+    EXPECT_EQ(found->status, KA_KEY_ACTIVE);
+}
+
+TEST_F(StoreTest, ListShowsOnlyTheCallersKeysInCreationOrder) {
+    Id a = account(), b = account();
+    std::vector<Id> mine;
+    for (int i = 0; i < 5; i++) {
+        mine.push_back(store.create_key(a, "a" + std::to_string(i), {"ip:read"}, 10).key.key_id);
+        store.create_key(b, "b" + std::to_string(i), {"ip:read"}, 10);
+    }
+    auto page = store.list_keys(a, 100, std::nullopt);
+    ASSERT_EQ(page.keys.size(), 5u);
+    for (size_t i = 0; i < 5; i++) {
+        EXPECT_EQ(page.keys[i].key_id, mine[i]);
+        EXPECT_EQ(page.keys[i].account_id, a);
+    }
+    EXPECT_FALSE(page.next);
+}
+
+TEST_F(StoreTest, CursorPaginationVisitsEveryKeyOnce) {
+    Id a = account(), b = account();
+    std::vector<Id> all;
+    for (int i = 0; i < 23; i++) all.push_back(store.create_key(a, "k", {"ip:read"}, 10).key.key_id);
+    store.create_key(b, "other", {"ip:read"}, 10);
+    std::vector<Id> seen;
+    std::optional<Id> cursor;
+    int pages = 0;
+    do {
+        auto page = store.list_keys(a, 5, cursor);
+        for (auto &k : page.keys) seen.push_back(k.key_id);
+        cursor = page.next;
+        pages++;
+    } while (cursor && pages < 100);
+    EXPECT_EQ(pages, 5);
+    EXPECT_EQ(seen, all);
+}
+
+TEST_F(StoreTest, ListOfAnAccountWithoutKeysIsEmpty) {
+    Id a = account();
+    account();
+    EXPECT_EQ(key_count(a), 0u);
+}
+
+TEST_F(StoreTest, RevokeIsIdempotentAndScopedToTheOwner) {
+    Id a = account(), b = account();
+    auto k = store.create_key(a, "k", {"ip:read"}, 10).key;
+    try {
+        store.revoke_key(b, k.key_id);
+        ADD_FAILURE() << "another account revoked the key";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kNotFound);
+    }
+    EXPECT_EQ(store.find_key(k.key_id)->status, KA_KEY_ACTIVE);
+    auto first = store.revoke_key(a, k.key_id);
+    EXPECT_EQ(first.status, KA_KEY_REVOKED);
+    EXPECT_NE(first.revoked_ms, 0);
+    auto second = store.revoke_key(a, k.key_id);
+    EXPECT_EQ(second.revoked_ms, first.revoked_ms);
+    EXPECT_THROW(store.revoke_key(std::nullopt, generate_id(1)), StoreError);
+}
+
+TEST_F(StoreTest, OperatorRevokeNeedsNoOwner) {
+    Id a = account();
+    auto k = store.create_key(a, "k", {"ip:read"}, 10).key;
+    EXPECT_EQ(store.revoke_key(std::nullopt, k.key_id).status, KA_KEY_REVOKED);
+}
+
+TEST_F(StoreTest, BadInputIsRefusedByFieldAndNothingIsWritten) {
+    Id a = account();
+    expect_invalid([&] { store.create_key(a, "", {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, std::string(201, 'n'), {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, "bad \xff utf8", {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, "overlong \xc0\xaf", {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, "surrogate \xed\xa0\x80", {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, "cut \xe2\x82", {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, "tab\there", {"ip:read"}, 10); }, "name");
+    expect_invalid([&] { store.create_key(a, "k", {}, 10); }, "scopes");
+    expect_invalid([&] { store.create_key(a, "k", {"ip"}, 10); }, "scopes");
+    expect_invalid([&] { store.create_key(a, "k", {"ip:read", "ip:read"}, 10); }, "scopes");
+    expect_invalid([&] { store.create_key(a, "k", std::vector<std::string>(33, "a:b"), 10); }, "scopes");
+    expect_invalid([&] { store.create_key(a, "k", {"ip:read"}, 0); }, "rateLimitPerMinute");
+    expect_invalid([&] { store.create_key(a, "k", {"ip:read"}, kMaxRatePerMinute + 1); },
+                   "rateLimitPerMinute");
+    expect_invalid([&] { store.create_account("", 10); }, "name");
+    expect_invalid([&] { store.create_account("x", 0); }, "entitlement");
+    EXPECT_EQ(key_count(a), 0u);
+    EXPECT_EQ(store.list_accounts().size(), 1u);
+}
+
+TEST_F(StoreTest, UnicodeNamesAreKept) {
+    Id a = account();
+    auto k = store.create_key(a, "clé de prod 🔑", {"ip:read"}, 10).key;
+    EXPECT_EQ(store.find_key(k.key_id)->name, "clé de prod 🔑");
+}
+
+TEST_F(StoreTest, KeyForUnknownAccountIsNotFound) {
+    try {
+        store.create_key(generate_id(1), "k", {"ip:read"}, 10);
+        ADD_FAILURE();
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kNotFound);
+    }
+}
+
+TEST_F(StoreTest, EntitlementChangesAreStored) {
+    Id a = account(600);
+    EXPECT_EQ(store.set_entitlement(a, 60).record.entitlement_rpm, 60u);
+    EXPECT_EQ(store.find_account(a)->record.entitlement_rpm, 60u);
+    EXPECT_THROW(store.set_entitlement(generate_id(3), 60), StoreError);
+    expect_invalid([&] { store.set_entitlement(a, 0); }, "entitlement");
+}
+
+TEST_F(StoreTest, ReopeningKeepsEverything) {
+    Id a = account();
+    auto k = store.create_key(a, "k", {"ip:read"}, 10).key;
+    Store again(dir.sub("db"));
+    EXPECT_TRUE(again.find_key(k.key_id));
+    EXPECT_EQ(again.list_accounts().size(), 1u);
+}
