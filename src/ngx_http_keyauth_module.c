@@ -6,39 +6,21 @@
  * error responses and the $keyauth_* variables.
  */
 
-#include <ngx_config.h>
-#include <ngx_core.h>
-#include <ngx_http.h>
-
-#include "core/keyauth_core.h"
+#include "ngx_http_keyauth_module.h"
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_log.h"
+#include "ngx_http_keyauth_rate.h"
 
 
 /* A store that failed to open is retried at most this often. */
 #define NGX_HTTP_KEYAUTH_REOPEN_MSEC  1000
 
 
-typedef struct {
-    ngx_str_t                 db_path;     /* NUL-terminated */
-} ngx_http_keyauth_main_conf_t;
-
-
-typedef struct {
-    ngx_flag_t                enable;
-    ngx_array_t              *scopes;      /* of ka_str_t */
-} ngx_http_keyauth_loc_conf_t;
-
-
-typedef struct {
-    ka_auth_result_t          result;
-} ngx_http_keyauth_ctx_t;
-
-
 typedef enum {
     NGX_HTTP_KEYAUTH_VAR_KEY_ID = 0,
     NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
-    NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX
+    NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX,
+    NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING
 } ngx_http_keyauth_var_e;
 
 
@@ -67,6 +49,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
     { ngx_string("keyauth_db"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_keyauth_db,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_zone,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -131,6 +120,9 @@ static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
     { ngx_string("keyauth_key_prefix"), NULL, ngx_http_keyauth_variable,
       NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("keyauth_rate_remaining"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
       ngx_http_null_variable
 };
 
@@ -153,8 +145,9 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
     ngx_uint_t                    level;
     ngx_time_t                   *tp;
     ngx_table_elt_t              *h;
-    ngx_http_keyauth_ctx_t       *ctx;
-    ngx_http_keyauth_loc_conf_t  *klcf;
+    ngx_http_keyauth_ctx_t        *ctx;
+    ngx_http_keyauth_loc_conf_t   *klcf;
+    ngx_http_keyauth_main_conf_t  *kmcf;
 
     klcf = ngx_http_get_module_loc_conf(r, ngx_http_keyauth_module);
 
@@ -180,20 +173,21 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
                          value ? value->len : 0,
                          klcf->scopes ? klcf->scopes->elts : NULL,
                          klcf->scopes ? klcf->scopes->nelts : 0,
-                         now_ms, &ctx->result);
+                         now_ms, &ctx->auth);
 
-    if (ctx->result.log_level != KA_LOG_NONE) {
-        level = (ctx->result.log_level == KA_LOG_ERROR) ? NGX_LOG_ERR
+    if (ctx->auth.log_level != KA_LOG_NONE) {
+        level = (ctx->auth.log_level == KA_LOG_ERROR) ? NGX_LOG_ERR
                                                         : NGX_LOG_INFO;
         ngx_log_error(level, r->connection->log, 0, "keyauth: %s",
-                      ctx->result.reason);
+                      ctx->auth.reason);
     }
 
-    if (ctx->result.verdict == KA_AUTH_OK) {
-        return NGX_OK;
+    if (ctx->auth.verdict == KA_AUTH_OK) {
+        kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
+        return ngx_http_keyauth_rate_limit(r, kmcf, ctx);
     }
 
-    return ngx_http_keyauth_reject(r, &ctx->result);
+    return ngx_http_keyauth_reject(r, &ctx->auth);
 }
 
 
@@ -324,18 +318,32 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     switch (data) {
 
     case NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX:
-        v->len = ctx->result.prefix_len;
-        v->data = (u_char *) ctx->result.prefix;
+        v->len = ctx->auth.prefix_len;
+        v->data = (u_char *) ctx->auth.prefix;
         break;
 
     case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
-        v->len = ctx->result.found ? KA_ID_TEXT_LEN : 0;
-        v->data = (u_char *) ctx->result.key_id;
+        v->len = ctx->auth.found ? KA_ID_TEXT_LEN : 0;
+        v->data = (u_char *) ctx->auth.key_id;
         break;
 
-    default: /* NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID */
-        v->len = ctx->result.found ? KA_ID_TEXT_LEN : 0;
-        v->data = (u_char *) ctx->result.account_id;
+    case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
+        v->len = ctx->auth.found ? KA_ID_TEXT_LEN : 0;
+        v->data = (u_char *) ctx->auth.account_id;
+        break;
+
+    default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */
+        if (!ctx->rate_checked) {
+            v->len = 0;
+            break;
+        }
+
+        v->data = ngx_pnalloc(r->pool, NGX_INT32_LEN);
+        if (v->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(v->data, "%uD", ctx->rate.remaining) - v->data;
         break;
     }
 
@@ -447,6 +455,7 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
      * set by ngx_pcalloc():
      *
      *     conf->db_path = { 0, NULL };
+     *     conf->shm_zone = NULL;
      */
 
     return conf;
@@ -529,6 +538,16 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     }
 
     ngx_http_keyauth_redact_logs(cf);
+
+    if (kmcf->shm_zone == NULL) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "no \"keyauth_zone\": per-key rate limits "
+                           "are not enforced");
+    }
+
+    if (ngx_http_keyauth_rate_filter_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 

@@ -94,6 +94,7 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     }
     out->found = 1;
     format_id(kKeyIdPrefix, key.key_id, out->key_id);
+    std::memcpy(out->key_id_bin, key.key_id, KA_ID_LEN);
     format_id(kAccountIdPrefix, key.account_id, out->account_id);
     out->requested_rpm = key.requested_rpm;
 

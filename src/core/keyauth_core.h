@@ -48,6 +48,7 @@ typedef struct {
     char           prefix[KA_PREFIX_TEXT_LEN];
     int            found;
     char           key_id[KA_ID_TEXT_LEN];
+    unsigned char  key_id_bin[12];
     char           account_id[KA_ID_TEXT_LEN];
     uint32_t       requested_rpm;
     uint32_t       entitlement_rpm;
@@ -69,6 +70,38 @@ void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len
 
 /* A scope a location may require: "<resource>:<action>", no wildcard. */
 int ka_required_scope_ok(const char *scope, size_t len);
+
+/* ---- per-key rate limits (GCRA) in memory shared by all workers ---- */
+
+typedef struct {
+    void  (*lock)(void *data);
+    void  (*unlock)(void *data);
+    void   *data;
+} ka_lock_t;
+
+typedef struct {
+    int       allowed;
+    uint32_t  limit;          /* effective requests per minute */
+    uint32_t  remaining;      /* further requests admissible right now */
+    uint64_t  retry_after_s;  /* if refused; rounded up, >= 1 */
+    uint64_t  reset_s;        /* until the full burst is back; rounded up */
+    int       warn_full;      /* a live state was evicted: log (due once a minute) */
+} ka_rate_result_t;
+
+#define KA_RATE_BYTES_PER_KEY 32
+
+/* Formats memory as an empty table (0 if too small) / checks one is there. */
+int ka_rate_table_format(void *mem, size_t size);
+int ka_rate_table_attach(void *mem, size_t size);
+size_t ka_rate_table_slots(void *mem);
+
+/* Charges one request of an authenticated key at its effective rate,
+ * min(requested, entitlement), with a burst of the same number. */
+void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns,
+    const ka_lock_t *lock, ka_rate_result_t *out);
+
+/* CLOCK_MONOTONIC in nanoseconds: shared by all processes, never jumps. */
+uint64_t ka_monotonic_ns(void);
 
 /* Masks API keys and console tokens in a log line, in place, keeping the
  * 12-character display prefix. Returns how many were masked. */

@@ -1,0 +1,146 @@
+#include "rate_table.h"
+
+#include <cstring>
+
+#include "le.h"
+
+namespace keyauth {
+namespace {
+
+constexpr uint64_t kMagic = 0x3154524854554b41ULL;  // "AKUTHRT1"
+constexpr uint64_t kWarnEveryNs = 60 * kNanosPerSecond;
+
+struct Header {
+    uint64_t magic;
+    uint64_t slots;
+    uint64_t last_warn_ns;   // under the lock
+    uint64_t busy_evictions; // under the lock
+    uint64_t reserved[4];
+};
+
+// The key id is split into two words so that it is read and written with
+// atomic loads and stores (other workers read it without the lock).
+struct Slot {
+    uint64_t id_lo;
+    uint32_t id_hi;
+    uint32_t used;
+    uint64_t tat;  // the GCRA state; changed only by compare-and-swap
+    uint64_t reserved;
+};
+
+static_assert(sizeof(Header) == RateTable::kHeaderBytes, "header size");
+static_assert(sizeof(Slot) == RateTable::kSlotBytes, "slot size");
+
+Header *header(void *t) { return static_cast<Header *>(t); }
+Slot *slots_of(void *t) {
+    return reinterpret_cast<Slot *>(static_cast<unsigned char *>(t) + sizeof(Header));
+}
+
+bool matches(const Slot &s, uint64_t lo, uint32_t hi) {
+    return __atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) == lo &&
+           __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) == hi;
+}
+
+// Admits or refuses against the slot's TAT; a failed CAS means another
+// worker admitted a request of the same key in between: decide again.
+GcraDecision admit(Slot &s, const GcraParams &p, uint64_t now) {
+    uint64_t tat = __atomic_load_n(&s.tat, __ATOMIC_ACQUIRE);
+    for (;;) {
+        GcraDecision d = gcra_decide(tat, now, p);
+        if (!d.allowed ||
+            __atomic_compare_exchange_n(&s.tat, &tat, d.new_tat, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            return d;
+        }
+    }
+}
+
+Slot *find(Slot *slots, uint64_t n, uint64_t start, uint64_t lo, uint32_t hi) {
+    for (uint64_t i = 0; i < RateTable::kProbe && i < n; i++) {
+        Slot &s = slots[(start + i) % n];
+        if (matches(s, lo, hi)) return &s;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+bool RateTable::format(void *mem, size_t bytes) noexcept {
+    if (bytes < sizeof(Header) + kProbe * sizeof(Slot)) return false;
+    std::memset(mem, 0, bytes);
+    Header *h = header(mem);
+    h->slots = (bytes - sizeof(Header)) / sizeof(Slot);
+    h->magic = kMagic;
+    return true;
+}
+
+RateTable *RateTable::attach(void *mem, size_t bytes) noexcept {
+    Header *h = header(mem);
+    if (bytes < sizeof(Header) || h->magic != kMagic ||
+        h->slots != (bytes - sizeof(Header)) / sizeof(Slot)) {
+        return nullptr;
+    }
+    return static_cast<RateTable *>(mem);
+}
+
+size_t RateTable::slots() const noexcept {
+    return header(const_cast<RateTable *>(this))->slots;
+}
+
+uint64_t RateTable::busy_evictions() const noexcept {
+    return __atomic_load_n(&header(const_cast<RateTable *>(this))->busy_evictions,
+                           __ATOMIC_RELAXED);
+}
+
+RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &params,
+                           uint64_t now, const RateLock &lock) noexcept {
+    Header *h = header(this);
+    Slot *slots = slots_of(this);
+    const uint64_t n = h->slots;
+    const uint64_t lo = load_le<uint64_t>(id);
+    const uint32_t hi = load_le<uint32_t>(id + 8);
+    // Bytes 6..11 of an id are random; the low ones are a creation time.
+    const uint64_t start = ((lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL) % n;
+
+    if (Slot *s = find(slots, n, start, lo, hi)) {
+        GcraDecision d = admit(*s, params, now);
+        // If the slot was handed to another key meanwhile, our CAS may have
+        // charged that key one request; it cannot have lost ours: retry below.
+        if (matches(*s, lo, hi)) return RateCheck{d, false, false};
+    }
+
+    lock.lock(lock.data);
+    RateCheck out{};
+    Slot *s = find(slots, n, start, lo, hi);
+    if (s == nullptr) {
+        Slot *victim = nullptr;
+        for (uint64_t i = 0; i < kProbe && i < n; i++) {
+            Slot &c = slots[(start + i) % n];
+            if (!__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) { victim = &c; break; }
+            if (victim == nullptr || __atomic_load_n(&c.tat, __ATOMIC_ACQUIRE) <
+                                         __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE)) {
+                victim = &c;
+            }
+        }
+        if (victim->used && __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE) > now) {
+            out.evicted_busy = true;
+            h->busy_evictions++;
+            if (h->last_warn_ns == 0 || now - h->last_warn_ns >= kWarnEveryNs) {
+                h->last_warn_ns = now;
+                out.warn = true;
+            }
+        }
+        __atomic_store_n(&victim->used, 0u, __ATOMIC_RELEASE);
+        __atomic_store_n(&victim->tat, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&victim->id_lo, lo, __ATOMIC_RELEASE);
+        __atomic_store_n(&victim->id_hi, hi, __ATOMIC_RELEASE);
+        __atomic_store_n(&victim->used, 1u, __ATOMIC_RELEASE);
+        s = victim;
+    }
+    out.decision = admit(*s, params, now);
+    lock.unlock(lock.data);
+    return out;
+}
+
+}  // namespace keyauth

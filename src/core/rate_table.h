@@ -1,0 +1,50 @@
+// Per-key GCRA state in a fixed region of memory shared by every nginx
+// worker (the keyauth_zone). Each key owns one 32-byte slot; admission is one
+// compare-and-swap on the slot's TAT, with no lock. The zone lock is taken
+// only to give a key a slot: an unused one, else the one with the oldest TAT
+// (an idle state, whose TAT has passed, carries no information; reusing a
+// busy one is logged, at most once a minute).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gcra.h"
+#include "keyauth_schema.h"
+
+namespace keyauth {
+
+struct RateLock {
+    void (*lock)(void *);
+    void (*unlock)(void *);
+    void *data;
+};
+
+struct RateCheck {
+    GcraDecision decision;
+    bool evicted_busy;  // a key's live state was reused for this one
+    bool warn;          // ... and the once-a-minute warning is due
+};
+
+class RateTable {
+public:
+    static constexpr size_t kSlotBytes = 32;
+    static constexpr size_t kHeaderBytes = 64;
+    static constexpr size_t kProbe = 16;  // slots searched for a key: 512 bytes
+
+    // Formats `bytes` of memory as an empty table; false if too small.
+    static bool format(void *mem, size_t bytes) noexcept;
+    // The table in mem, or null if mem does not hold one (of this size).
+    static RateTable *attach(void *mem, size_t bytes) noexcept;
+
+    size_t slots() const noexcept;
+    uint64_t busy_evictions() const noexcept;
+
+    RateCheck check(const unsigned char id[KA_ID_LEN], const GcraParams &params, uint64_t now_ns,
+                    const RateLock &lock) noexcept;
+
+private:
+    RateTable() = delete;
+};
+
+}  // namespace keyauth

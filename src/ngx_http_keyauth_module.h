@@ -1,0 +1,36 @@
+/*
+ * Types shared by the files of ngx_http_keyauth_module.
+ */
+#ifndef NGX_HTTP_KEYAUTH_MODULE_H
+#define NGX_HTTP_KEYAUTH_MODULE_H
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "core/keyauth_core.h"
+
+
+typedef struct {
+    ngx_str_t                 db_path;     /* NUL-terminated */
+    ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: per-key rates */
+} ngx_http_keyauth_main_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                enable;
+    ngx_array_t              *scopes;      /* of ka_str_t */
+} ngx_http_keyauth_loc_conf_t;
+
+
+typedef struct {
+    ka_auth_result_t          auth;
+    ka_rate_result_t          rate;
+    unsigned                  rate_checked:1;
+} ngx_http_keyauth_ctx_t;
+
+
+extern ngx_module_t  ngx_http_keyauth_module;
+
+
+#endif /* NGX_HTTP_KEYAUTH_MODULE_H */

@@ -1,0 +1,251 @@
+#include "ngx_http_keyauth_rate.h"
+#include "ngx_http_keyauth_json.h"
+
+
+static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static void ngx_http_keyauth_zone_lock(void *data);
+static void ngx_http_keyauth_zone_unlock(void *data);
+static ngx_int_t ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+
+static ngx_str_t  ngx_http_keyauth_policy_name = ngx_string("RateLimit-Policy");
+static ngx_str_t  ngx_http_keyauth_ratelimit_name = ngx_string("RateLimit");
+static ngx_str_t  ngx_http_keyauth_retry_after_name = ngx_string("Retry-After");
+
+
+char *
+ngx_http_keyauth_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf = conf;
+
+    u_char     *colon;
+    ssize_t     size;
+    ngx_str_t  *value, name, s;
+
+    if (kmcf->shm_zone) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    colon = (u_char *) ngx_strlchr(value[1].data, value[1].data + value[1].len,
+                                   ':');
+    if (colon == NULL || colon == value[1].data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone \"%V\" in \"keyauth_zone\", "
+                           "expected NAME:SIZE", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    name.data = value[1].data;
+    name.len = colon - value[1].data;
+
+    s.data = colon + 1;
+    s.len = value[1].data + value[1].len - s.data;
+
+    size = ngx_parse_size(&s);
+
+    if (size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone size \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is too small", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    kmcf->shm_zone = ngx_shared_memory_add(cf, &name, size,
+                                           &ngx_http_keyauth_module);
+    if (kmcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    kmcf->shm_zone->init = ngx_http_keyauth_init_zone;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    size_t            size;
+    void             *table;
+    ngx_slab_pool_t  *shpool;
+
+    if (data) {
+        /* reload with the same zone: the rate state carries on */
+        shm_zone->data = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    /* one table over every free page of the zone */
+    size = shpool->pfree * ngx_pagesize;
+
+    table = ngx_slab_alloc(shpool, size);
+    if (table == NULL || !ka_rate_table_format(table, size)) {
+        return NGX_ERROR;
+    }
+
+    shpool->data = table;
+    shm_zone->data = table;
+
+    size = sizeof(" in keyauth_zone \"\"") + shm_zone->shm.name.len;
+
+    shpool->log_ctx = ngx_slab_alloc(shpool, size);
+    if (shpool->log_ctx != NULL) {
+        ngx_sprintf(shpool->log_ctx, " in keyauth_zone \"%V\"%Z",
+                    &shm_zone->shm.name);
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                  "keyauth_zone \"%V\": room for %uz keys",
+                  &shm_zone->shm.name, ka_rate_table_slots(table));
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_keyauth_zone_lock(void *data)
+{
+    ngx_shmtx_lock(&((ngx_slab_pool_t *) data)->mutex);
+}
+
+
+static void
+ngx_http_keyauth_zone_unlock(void *data)
+{
+    ngx_shmtx_unlock(&((ngx_slab_pool_t *) data)->mutex);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+{
+    u_char            *p;
+    ngx_int_t          rc;
+    ngx_str_t          code, message, value;
+    ka_lock_t          lock;
+    ngx_table_elt_t   *h;
+
+    if (kmcf->shm_zone == NULL) {
+        return NGX_OK;
+    }
+
+    lock.lock = ngx_http_keyauth_zone_lock;
+    lock.unlock = ngx_http_keyauth_zone_unlock;
+    lock.data = kmcf->shm_zone->shm.addr;
+
+    ka_rate_check(kmcf->shm_zone->data, &ctx->auth, ka_monotonic_ns(), &lock,
+                  &ctx->rate);
+    ctx->rate_checked = 1;
+
+    if (ctx->rate.warn_full) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "keyauth_zone \"%V\" is full: the rate state of a "
+                      "busy key was reused; make the zone larger",
+                      &kmcf->shm_zone->shm.name);
+    }
+
+    if (ctx->rate.allowed) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "keyauth: API key %*s is over its rate of %uD/min",
+                  (size_t) KA_ID_TEXT_LEN, ctx->auth.key_id, ctx->rate.limit);
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    value.data = p;
+    value.len = ngx_sprintf(p, "%uL", ctx->rate.retry_after_s) - p;
+
+    h = ngx_http_keyauth_add_header(r, &ngx_http_keyauth_retry_after_name,
+                                    &value);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_str_set(&code, "RATE_LIMITED");
+    ngx_str_set(&message, "This API key is over its rate limit; "
+                          "retry after the Retry-After delay");
+
+    rc = ngx_http_keyauth_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, &code,
+                                     &message);
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
+{
+    u_char                  *p;
+    ngx_str_t                value;
+    ngx_http_keyauth_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_keyauth_module);
+
+    if (ctx == NULL || !ctx->rate_checked || r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    p = ngx_pnalloc(r->pool, sizeof("\"per-key\";q=;w=60") - 1 + NGX_INT32_LEN
+                             + sizeof("\"per-key\";r=;t=") - 1 + NGX_INT32_LEN
+                             + NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    value.data = p;
+    value.len = ngx_sprintf(p, "\"per-key\";q=%uD;w=60", ctx->rate.limit) - p;
+
+    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, &value)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    value.data += value.len;
+    value.len = ngx_sprintf(value.data, "\"per-key\";r=%uD;t=%uL",
+                            ctx->rate.remaining, ctx->rate.reset_s)
+                - value.data;
+
+    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,
+                                    &value)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_rate_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_keyauth_rate_header_filter;
+
+    return NGX_OK;
+}
