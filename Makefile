@@ -35,7 +35,7 @@ NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(HEADERS)
 
 APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
-              libcpp-httplib-dev perl curl
+              libcpp-httplib-dev perl curl wrk
 
 .PHONY: all deps module test unit unit-asan e2e run bench clean
 

@@ -92,7 +92,17 @@ ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_OK;
     }
 
-    /* one table over every free page of the zone */
+    size = sizeof(" in keyauth_zone \"\"") + shm_zone->shm.name.len;
+
+    shpool->log_ctx = ngx_slab_alloc(shpool, size);
+    if (shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(shpool->log_ctx, " in keyauth_zone \"%V\"%Z",
+                &shm_zone->shm.name);
+
+    /* then one table over every page that is still free */
     size = shpool->pfree * ngx_pagesize;
 
     table = ngx_slab_alloc(shpool, size);
@@ -102,14 +112,6 @@ ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->data = table;
     shm_zone->data = table;
-
-    size = sizeof(" in keyauth_zone \"\"") + shm_zone->shm.name.len;
-
-    shpool->log_ctx = ngx_slab_alloc(shpool, size);
-    if (shpool->log_ctx != NULL) {
-        ngx_sprintf(shpool->log_ctx, " in keyauth_zone \"%V\"%Z",
-                    &shm_zone->shm.name);
-    }
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "keyauth_zone \"%V\": room for %uz keys",

@@ -1,0 +1,180 @@
+#include "rate_table.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ids.h"
+#include "keyauth_core.h"
+
+using namespace keyauth;
+
+namespace {
+
+constexpr uint64_t kNow = 5'000 * kNanosPerSecond;
+
+struct Table {
+    explicit Table(size_t slots)
+        : mem(RateTable::kHeaderBytes + slots * RateTable::kSlotBytes) {
+        EXPECT_TRUE(RateTable::format(mem.data(), mem.size()));
+        table = RateTable::attach(mem.data(), mem.size());
+    }
+    RateCheck check(const Id &id, uint32_t rate, uint64_t now = kNow) {
+        return table->check(id.data(), GcraParams::per_minute(rate), now, lock);
+    }
+    int admitted(const Id &id, uint32_t rate, int tries, uint64_t now = kNow) {
+        int n = 0;
+        for (int i = 0; i < tries; i++) n += check(id, rate, now).decision.allowed;
+        return n;
+    }
+
+    std::vector<unsigned char> mem;
+    RateTable *table;
+    std::mutex mu;
+    RateLock lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
+                  [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
+};
+
+Id id_n(uint64_t n) {
+    Id id{};
+    for (int i = 0; i < 12; i++) id[i] = static_cast<unsigned char>((n * 2654435761u) >> (i % 4 * 8)) ^ i;
+    id[0] = static_cast<unsigned char>(n);
+    id[11] = static_cast<unsigned char>(n >> 8);
+    return id;
+}
+
+}  // namespace
+
+TEST(RateTable, FormatAndAttach) {
+    Table t(64);
+    EXPECT_EQ(t.table->slots(), 64u);
+    std::vector<unsigned char> junk(4096, 0xab);
+    EXPECT_EQ(RateTable::attach(junk.data(), junk.size()), nullptr);
+    EXPECT_EQ(RateTable::attach(t.mem.data(), t.mem.size() - RateTable::kSlotBytes), nullptr);
+    std::vector<unsigned char> small(RateTable::kHeaderBytes + 4 * RateTable::kSlotBytes);
+    EXPECT_FALSE(RateTable::format(small.data(), small.size()));
+}
+
+TEST(RateTable, SixtyFourBytesOrLessPerKey) {
+    static_assert(RateTable::kSlotBytes <= 64, "rate state per key");
+    EXPECT_EQ(RateTable::kSlotBytes, static_cast<size_t>(KA_RATE_BYTES_PER_KEY));
+    // 1 MiB holds this many keys:
+    EXPECT_EQ((1u << 20) / RateTable::kSlotBytes, 32768u);
+}
+
+TEST(RateTable, EachKeyHasItsOwnBudget) {
+    Table t(1024);
+    Id a = generate_id(1), b = generate_id(2);
+    EXPECT_EQ(t.admitted(a, 30, 100), 30);
+    EXPECT_EQ(t.admitted(b, 30, 100), 30);
+    EXPECT_EQ(t.admitted(a, 30, 100), 0);
+}
+
+TEST(RateTable, CollidingKeysInOneProbeWindowStaySeparate) {
+    Table t(RateTable::kProbe);  // every key lands in the same window
+    std::vector<Id> ids;
+    for (size_t i = 0; i < RateTable::kProbe; i++) ids.push_back(id_n(i + 1));
+    for (auto &id : ids) EXPECT_EQ(t.admitted(id, 3, 10), 3);
+    for (auto &id : ids) EXPECT_EQ(t.admitted(id, 3, 10), 0);
+    EXPECT_EQ(t.table->busy_evictions(), 0u);
+}
+
+TEST(RateTable, FullTableReusesIdleStateFirstWithoutWarning) {
+    Table t(RateTable::kProbe);
+    for (size_t i = 0; i < RateTable::kProbe; i++) t.admitted(id_n(i + 1), 60, 1);
+    // One minute later, every state is idle: a new key reuses one silently.
+    RateCheck c = t.check(id_n(1000), 60, kNow + 61 * kNanosPerSecond);
+    EXPECT_TRUE(c.decision.allowed);
+    EXPECT_FALSE(c.evicted_busy);
+    EXPECT_FALSE(c.warn);
+}
+
+TEST(RateTable, FullTableEvictsTheOldestBusyStateAndWarnsOncePerMinute) {
+    Table t(RateTable::kProbe);
+    auto fill = [&](uint64_t base, uint64_t first_id) {
+        for (size_t i = 0; i < RateTable::kProbe; i++) {
+            t.admitted(id_n(first_id + i), 60, 60, base + i * kNanosPerSecond);  // all busy
+        }
+    };
+    fill(kNow, 1);
+    RateCheck first = t.check(id_n(1000), 60, kNow + 20 * kNanosPerSecond);
+    EXPECT_TRUE(first.decision.allowed) << "a full table never fails a request";
+    EXPECT_TRUE(first.evicted_busy);
+    EXPECT_TRUE(first.warn);
+    t.admitted(id_n(1000), 60, 59, kNow + 20 * kNanosPerSecond);  // keep it busy
+    RateCheck second = t.check(id_n(1001), 60, kNow + 21 * kNanosPerSecond);
+    EXPECT_TRUE(second.evicted_busy);
+    EXPECT_FALSE(second.warn) << "at most one warning a minute";
+    // The oldest (smallest TAT) went first: key 16 kept its debt (53 s of
+    // 59 s tolerance used), key 1 lost it and starts afresh.
+    EXPECT_EQ(t.check(id_n(RateTable::kProbe), 60, kNow + 22 * kNanosPerSecond).decision.remaining, 6u);
+    EXPECT_EQ(t.check(id_n(1), 60, kNow + 22 * kNanosPerSecond).decision.remaining, 59u);
+
+    fill(kNow + 100 * kNanosPerSecond, 2000);
+    RateCheck later = t.check(id_n(3000), 60, kNow + 120 * kNanosPerSecond);
+    EXPECT_TRUE(later.evicted_busy);
+    EXPECT_TRUE(later.warn) << "a minute later, the next warning is due";
+    EXPECT_EQ(t.table->busy_evictions(), 3u);  // first, second, later
+}
+
+TEST(RateTable, RateChangesApplyToExistingState) {
+    Table t(1024);
+    Id a = generate_id(1);
+    EXPECT_EQ(t.admitted(a, 10, 5), 5);  // 30 s of debt at 6 s per request
+    // The entitlement drops to 5/min (12 s per request, 48 s tolerance): the
+    // debt already taken counts, so 2 pass where a fresh key would get 5.
+    EXPECT_EQ(t.admitted(a, 5, 10), 2);
+}
+
+TEST(RateTable, ConcurrentRequestsOfOneKeyLoseNoUpdate) {
+    Table t(4096);
+    Id a = generate_id(7);
+    constexpr uint32_t kRate = 50'000;
+    std::atomic<int> admitted{0};
+    std::vector<std::thread> threads;
+    for (int th = 0; th < 8; th++) {
+        threads.emplace_back([&] {
+            for (int i = 0; i < 20'000; i++) admitted += t.check(a, kRate).decision.allowed;
+        });
+    }
+    for (auto &th : threads) th.join();
+    // The clock does not move: exactly the burst passes, however they interleave.
+    EXPECT_EQ(admitted.load(), static_cast<int>(kRate));
+}
+
+TEST(RateTable, ConcurrentInsertsOfManyKeys) {
+    Table t(8192);
+    std::atomic<int> admitted{0};
+    std::vector<std::thread> threads;
+    for (int th = 0; th < 4; th++) {
+        threads.emplace_back([&] {
+            for (uint64_t k = 1; k <= 2000; k++) admitted += t.check(id_n(k), 2).decision.allowed;
+        });
+    }
+    for (auto &th : threads) th.join();
+    EXPECT_EQ(admitted.load(), 2000 * 2);
+}
+
+TEST(RateCApi, EffectiveRateIsCappedByTheEntitlement) {
+    Table t(1024);
+    ka_auth_result_t key{};
+    Id id = generate_id(3);
+    std::memcpy(key.key_id_bin, id.data(), id.size());
+    key.requested_rpm = 100;
+    key.entitlement_rpm = 3;
+    ka_lock_t lock{t.lock.lock, t.lock.unlock, t.lock.data};
+    ka_rate_result_t r;
+    int ok = 0;
+    for (int i = 0; i < 10; i++) {
+        ka_rate_check(t.mem.data(), &key, kNow, &lock, &r);
+        ok += r.allowed;
+        EXPECT_EQ(r.limit, 3u);
+    }
+    EXPECT_EQ(ok, 3);
+    EXPECT_EQ(r.retry_after_s, 20u);
+    EXPECT_GE(ka_monotonic_ns(), 1u);
+}
