@@ -39,7 +39,7 @@ APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libss
 
 .PHONY: all deps module test unit unit-asan e2e run bench clean
 
-all: deps $(MODULE) $(BUILD)/keyauthctl
+all: deps $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
 
 deps:
 	@missing=$$(for p in $(APT_PKGS); do \
@@ -75,6 +75,9 @@ $(BUILD)/san/%.o: %.cc $(HEADERS)
 $(BUILD)/keyauthctl: $(BUILD)/obj/admin/keyauthctl.o $(STORE_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS)
 
+$(BUILD)/keyauthd: $(BUILD)/obj/admin/keyauthd.o $(STORE_OBJS) $(CORE_OBJS)
+	$(CXX) -o $@ $^ $(LIBS) -lcpp-httplib -pthread
+
 $(BUILD)/unit_tests: $(TEST_OBJS) $(STORE_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) $(GTEST_LIBS)
 
@@ -91,7 +94,11 @@ unit-asan: deps $(BUILD)/unit_tests_asan
 e2e: all
 	prove -r -j2 t/
 
-test: all unit unit-asan e2e
+# Builds in parallel, then runs the suites one after the other.
+test: deps
+	$(MAKE) -j2 $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
+	  $(BUILD)/unit_tests_asan
+	$(MAKE) unit unit-asan e2e
 
 clean:
 	rm -rf $(BUILD)

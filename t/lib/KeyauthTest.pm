@@ -205,10 +205,55 @@ sub error_log {
 
 sub port { $_[0]{port} }
 
+# Starts the real keyauthd on a free loopback port; stop_keyauthd(SIGNAL)
+# stops it (TERM by default, KILL for a crash).
+sub start_keyauthd {
+    my $self = shift;
+    $self->{keyauthd_port} //= free_port();
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDERR, '>>', "$self->{dir}/logs/keyauthd.log" or die $!;
+        open STDOUT, '>&', \*STDERR or die $!;
+        exec "$ROOT/build/keyauthd", '--db', $self->{db},
+             '--listen', "127.0.0.1:$self->{keyauthd_port}";
+        die "exec keyauthd: $!";
+    }
+    $self->{keyauthd_pid} = $pid;
+    $self->_wait_port($self->{keyauthd_port}) or die "keyauthd did not start";
+    return $self;
+}
+
+sub stop_keyauthd {
+    my ($self, $sig) = @_;
+    my $pid = delete $self->{keyauthd_pid} or return;
+    kill $sig // 'TERM', $pid;
+    waitpid $pid, 0;
+    return $?;
+}
+
+sub keyauthd_port { $_[0]{keyauthd_port} }
+
+sub keyauthd_log {
+    my $self = shift;
+    open my $fh, '<', "$self->{dir}/logs/keyauthd.log" or return '';
+    local $/;
+    return <$fh>;
+}
+
+# http-level and server-level configuration of the console API as shipped.
+sub console_http {
+    my $self = shift;
+    $self->{keyauthd_port} //= free_port();
+    return "upstream keyauthd { server 127.0.0.1:$self->{keyauthd_port}; keepalive 8; }";
+}
+
+sub console_locations { "include $ROOT/nginx_conf/console_api.conf;" }
+
 sub DESTROY {
     my $self = shift;
-    # a forked client process must not stop the nginx of its parent
-    $self->stop_nginx if $self->{running} && $self->{owner} == $$;
+    return unless $self->{owner} == $$;  # not in a forked client
+    $self->stop_nginx if $self->{running};
+    $self->stop_keyauthd if $self->{keyauthd_pid};
 }
 
 # Raw HTTP/1.1 over a fresh connection, so that tests control every byte

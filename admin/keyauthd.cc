@@ -1,0 +1,167 @@
+// keyauthd: the console's key-management daemon. It serves /v1/keys over
+// HTTP on loopback, behind nginx (nginx_conf/console_api.conf), and writes
+// the LMDB store the edge reads. Every 2xx is sent after a durable commit.
+//
+//   keyauthd --db PATH --listen 127.0.0.1:PORT
+#include <httplib.h>
+#include <signal.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "console_api.h"
+#include "key_json.h"
+#include "store.h"
+
+namespace {
+
+const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT
+
+Serves the console key-management API (POST /v1/keys, GET /v1/keys,
+POST /v1/keys/{id}/revoke) over HTTP. Put it behind nginx: see
+nginx_conf/console_api.conf. Stops gracefully on SIGTERM or SIGINT: in-flight
+requests finish, then the store is closed.
+
+  --db PATH       LMDB environment directory (created if missing)
+  --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
+)";
+
+[[noreturn]] void usage_error(const std::string &msg) {
+    std::cerr << "keyauthd: " << msg << "\n\n" << kUsage;
+    std::exit(2);
+}
+
+bool parse_listen(const std::string &spec, std::string &host, int &port) {
+    size_t colon = spec.rfind(':');
+    if (colon == std::string::npos || colon == 0) return false;
+    host = spec.substr(0, colon);
+    const char *b = spec.data() + colon + 1, *e = spec.data() + spec.size();
+    auto [p, ec] = std::from_chars(b, e, port);
+    return ec == std::errc() && p == e && port > 0 && port < 65536;
+}
+
+// The account a request authenticated as, handed from the handler to the
+// logger, which httplib runs on the same thread right after it.
+thread_local std::string t_account;
+
+// One line per request; never the body, the Authorization header or a query
+// string (a cursor is harmless, but the rule is simpler without exceptions).
+void log_line(const httplib::Request &req, const httplib::Response &res) {
+    std::string account;
+    account.swap(t_account);
+    std::fprintf(stderr,
+                 "{\"ts\":\"%s\",\"remote\":\"%s\",\"method\":\"%s\",\"path\":\"%s\","
+                 "\"status\":%d%s%s%s}\n",
+                 keyauth::format_time(keyauth::wall_clock_ms()).c_str(),
+                 req.remote_addr.c_str(), req.method.c_str(), req.path.c_str(), res.status,
+                 account.empty() ? "" : ",\"account\":\"", account.c_str(),
+                 account.empty() ? "" : "\"");
+}
+
+void serve(keyauth::ConsoleApi &api, const httplib::Request &req, httplib::Response &res) {
+    keyauth::ConsoleRequest in;
+    in.method = req.method;
+    in.path = req.path;
+    in.has_limit = req.has_param("limit");
+    in.query_limit = req.get_param_value("limit");
+    in.has_cursor = req.has_param("cursor");
+    in.query_cursor = req.get_param_value("cursor");
+    in.has_authorization = req.has_header("Authorization");
+    in.authorization = req.get_header_value("Authorization");
+    in.content_type = req.get_header_value("Content-Type");
+    in.body = req.body;
+    keyauth::ConsoleResponse out = api.handle(in);
+    res.status = out.status;
+    for (const auto &h : out.headers) res.set_header(h.first, h.second);
+    t_account = out.account;
+    res.set_content(out.body, "application/json");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::string db, listen;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if ((a == "--db" || a == "--listen") && i + 1 < argc) {
+            (a == "--db" ? db : listen) = argv[++i];
+        } else {
+            usage_error("unknown argument \"" + a + "\"");
+        }
+    }
+    if (db.empty()) usage_error("--db PATH is required");
+    std::string host;
+    int port = 0;
+    if (!parse_listen(listen, host, port)) usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
+
+    // Signals are taken by one thread with sigwait, so stopping is not done
+    // from a signal handler.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    try {
+        keyauth::Store store(db);
+        keyauth::ConsoleApi api(store);
+        httplib::Server svr;
+        // Bodies up to 64 KiB are judged by the API (413 in the JSON layout);
+        // anything far larger is cut off by the server itself.
+        svr.set_payload_max_length(4 * keyauth::ConsoleApi::kMaxBody);
+        svr.set_read_timeout(10, 0);
+        svr.set_write_timeout(10, 0);
+        // Every path and method goes to the API, which owns 404 and 405.
+        auto handler = [&](const httplib::Request &req, httplib::Response &res) {
+            serve(api, req, res);
+        };
+        const char *any = R"(/.*)";
+        svr.Get(any, handler).Post(any, handler).Put(any, handler);
+        svr.Delete(any, handler).Patch(any, handler).Options(any, handler);
+        svr.set_logger(log_line);
+        // A request without Content-Length or Transfer-Encoding has no body
+        // (RFC 9112 6.3), but httplib 0.11 waits for EOF on such a POST:
+        // answer those before it starts reading.
+        svr.set_pre_routing_handler([&](const httplib::Request &req, httplib::Response &res) {
+            if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
+                return httplib::Server::HandlerResponse::Unhandled;
+            }
+            serve(api, req, res);
+            return httplib::Server::HandlerResponse::Handled;
+        });
+        if (!svr.bind_to_port(host, port)) {
+            std::cerr << "keyauthd: cannot listen on " << listen << ": " << std::strerror(errno)
+                      << "\n";
+            return 1;
+        }
+        std::thread stopper([&] {
+            int sig = 0;
+            sigwait(&stop_signals, &sig);
+            std::fprintf(stderr, "{\"event\":\"stopping\",\"signal\":%d}\n", sig);
+            svr.stop();
+        });
+        std::fprintf(stderr, "{\"event\":\"listening\",\"listen\":\"%s\",\"db\":\"%s\"}\n",
+                     listen.c_str(), db.c_str());
+        bool ok = svr.listen_after_bind();
+        // listen returns once stopped; the server's pool finishes in-flight
+        // requests before the store closes.
+        if (stopper.joinable()) {
+            if (!ok) pthread_kill(stopper.native_handle(), SIGTERM);
+            stopper.join();
+        }
+        std::fprintf(stderr, "{\"event\":\"stopped\"}\n");
+        return ok ? 0 : 1;
+    } catch (const std::exception &e) {
+        std::cerr << "keyauthd: " << e.what() << "\n";
+        return 1;
+    }
+}

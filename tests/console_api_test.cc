@@ -1,0 +1,149 @@
+// The console API's handlers against a real store, without HTTP.
+#include "console_api.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "temp_dir.h"
+
+using namespace keyauth;
+using keyauth::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+class ConsoleApiTest : public ::testing::Test {
+protected:
+    TempDir dir;
+    Store store{dir.sub("db")};
+    ConsoleApi api{store};
+    CreatedAccount alice = store.create_account("alice", 100);
+    CreatedAccount bob = store.create_account("bob", 100);
+
+    ConsoleResponse call(const std::string &method, const std::string &path,
+                         const CreatedAccount *who, const std::string &body = "",
+                         const std::string &type = "application/json") {
+        ConsoleRequest r;
+        r.method = method;
+        r.path = path;
+        if (who) {
+            r.has_authorization = true;
+            r.authorization = "Bearer " + who->console_token;
+        }
+        r.content_type = type;
+        r.body = body;
+        return api.handle(r);
+    }
+    ConsoleResponse create(const CreatedAccount &who, const std::string &body) {
+        return call("POST", "/v1/keys", &who, body);
+    }
+    static json parsed(const ConsoleResponse &r) { return json::parse(r.body); }
+    static std::string field_of(const ConsoleResponse &r) {
+        return parsed(r)["error"].value("field", "");
+    }
+};
+
+const char kGood[] = R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":500})";
+
+}  // namespace
+
+TEST_F(ConsoleApiTest, CreateCapsTheRateAndReturnsTheSecretOnce) {
+    ConsoleResponse r = create(alice, kGood);
+    ASSERT_EQ(r.status, 201) << r.body;
+    json k = parsed(r);
+    EXPECT_EQ(k["rateLimitPerMinute"], 100);
+    EXPECT_EQ(k["requestedRateLimitPerMinute"], 500);
+    EXPECT_EQ(k["status"], "active");
+    EXPECT_TRUE(k["secret"].is_string());
+    EXPECT_EQ(r.account, id_to_string(kAccountIdPrefix, alice.account.id));
+    ConsoleResponse list = call("GET", "/v1/keys", &alice);
+    EXPECT_EQ(list.body.find(k["secret"].get<std::string>()), std::string::npos);
+}
+
+TEST_F(ConsoleApiTest, ValidationNamesTheField) {
+    struct Case { const char *body; const char *field; } cases[] = {
+        {R"({"scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"({"name":"k","rateLimitPerMinute":5})", "scopes"},
+        {R"({"name":"k","scopes":["ip:read"]})", "rateLimitPerMinute"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":5,"x":1})", "x"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":5.0})", "rateLimitPerMinute"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":-1})", "rateLimitPerMinute"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":0})", "rateLimitPerMinute"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":18446744073709551615})", "rateLimitPerMinute"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":1e400})", "body"},
+        {R"({"name":"k","scopes":"ip:read","rateLimitPerMinute":5})", "scopes"},
+        {R"({"name":"k","scopes":[null],"rateLimitPerMinute":5})", "scopes"},
+        {R"({"name":"","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"({"name":null,"scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"(nonsense)", "body"},
+        {R"("a string")", "body"},
+        {"", "body"},
+        {"{\"name\":\"\xc3\x28\",\"scopes\":[\"ip:read\"],\"rateLimitPerMinute\":5}", "body"},
+    };
+    for (const auto &c : cases) {
+        ConsoleResponse r = create(alice, c.body);
+        EXPECT_EQ(r.status, 400) << c.body;
+        EXPECT_EQ(field_of(r), c.field) << c.body << " -> " << r.body;
+    }
+    EXPECT_TRUE(store.list_keys(alice.account.id, 100, std::nullopt).keys.empty());
+}
+
+TEST_F(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
+    EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "text/plain").status, 415);
+    EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "").status, 415);
+    EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "Application/JSON; charset=utf-8").status, 201);
+    EXPECT_EQ(create(alice, std::string(ConsoleApi::kMaxBody + 1, ' ')).status, 413);
+    ConsoleResponse r = call("PUT", "/v1/keys", &alice);
+    EXPECT_EQ(r.status, 405);
+    ASSERT_FALSE(r.headers.empty());
+    EXPECT_EQ(r.headers[0].second, "GET, POST");
+    EXPECT_EQ(call("GET", "/v1/keys/", &alice).status, 404);
+    EXPECT_EQ(call("GET", "/v2/keys", &alice).status, 404);
+    EXPECT_EQ(call("POST", "/v1/keys//revoke", &alice).status, 404);
+}
+
+TEST_F(ConsoleApiTest, AuthenticationComesFirst) {
+    EXPECT_EQ(call("GET", "/v1/keys", nullptr).status, 401);
+    EXPECT_EQ(parsed(call("GET", "/v1/keys", nullptr))["error"]["code"], "CONSOLE_TOKEN_REQUIRED");
+    ConsoleRequest r;
+    r.method = "GET";
+    r.path = "/v1/keys";
+    r.has_authorization = true;
+    r.authorization = "Bearer kac_nope";
+    ConsoleResponse res = api.handle(r);
+    EXPECT_EQ(res.status, 401);
+    EXPECT_EQ(parsed(res)["error"]["code"], "INVALID_CONSOLE_TOKEN");
+    EXPECT_EQ(call("POST", "/v1/keys", nullptr, "garbage").status, 401) << "no validation before auth";
+}
+
+TEST_F(ConsoleApiTest, RevokeIsScopedToTheCaller) {
+    json k = parsed(create(bob, kGood));
+    std::string path = "/v1/keys/" + k["id"].get<std::string>() + "/revoke";
+    ConsoleResponse cross = call("POST", path, &alice);
+    EXPECT_EQ(cross.status, 404);
+    EXPECT_EQ(parsed(cross)["error"]["code"], "KEY_NOT_FOUND");
+    ConsoleResponse own = call("POST", path, &bob);
+    EXPECT_EQ(own.status, 200);
+    EXPECT_EQ(parsed(own)["status"], "revoked");
+    EXPECT_EQ(call("POST", "/v1/keys/key_zz/revoke", &bob).status, 404);
+}
+
+TEST_F(ConsoleApiTest, ListPaginates) {
+    for (int i = 0; i < 5; i++) create(alice, kGood);
+    ConsoleRequest r;
+    r.method = "GET";
+    r.path = "/v1/keys";
+    r.has_authorization = true;
+    r.authorization = "Bearer " + alice.console_token;
+    r.has_limit = true;
+    r.query_limit = "2";
+    json first = parsed(api.handle(r));
+    ASSERT_EQ(first["keys"].size(), 2u);
+    ASSERT_TRUE(first["nextCursor"].is_string());
+    r.has_cursor = true;
+    r.query_cursor = first["nextCursor"];
+    json second = parsed(api.handle(r));
+    EXPECT_NE(second["keys"][0]["id"], first["keys"][1]["id"]);
+    r.query_limit = "1000";
+    EXPECT_EQ(api.handle(r).status, 400);
+}
