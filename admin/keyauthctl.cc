@@ -13,7 +13,12 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+#include <sstream>
+
+#include "catalog_json.h"
 #include "key_json.h"
+#include "money.h"
 #include "store.h"
 
 using keyauth::Id;
@@ -31,6 +36,12 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         create an API key; prints the secret once
   key list --account ACC_ID [--limit N] [--cursor KEY_ID]
   key revoke KEY_ID [--account ACC_ID]
+  plans import FILE.json
+        validate a whole catalog and replace the current one atomically
+  plans list
+  fx set RATE
+        the exchange rate, INR per USD: a positive decimal, at most 6 decimals
+  fx show
 
   --db PATH   the LMDB environment directory (or $KEYAUTH_DB); created if missing
   --json      machine-readable output
@@ -200,6 +211,59 @@ int run_key(keyauth::Store &store, const Args &a, bool as_json) {
     throw UsageError("unknown key command \"" + verb + "\"");
 }
 
+int run_plans(keyauth::Store &store, const Args &a, bool as_json) {
+    const std::string verb = a.words.size() > 1 ? a.words[1] : "";
+    if (verb == "import") {
+        if (a.words.size() != 3) throw UsageError("plans import takes one FILE");
+        std::ifstream in(a.words[2], std::ios::binary);
+        if (!in) throw std::runtime_error("cannot read " + a.words[2]);
+        std::stringstream text;
+        text << in.rdbuf();
+        auto plans = keyauth::parse_catalog(text.str());
+        store.import_plans(plans);
+        print(as_json, json{{"imported", plans.size()}},
+              "imported " + std::to_string(plans.size()) + " plans\n");
+        return 0;
+    }
+    if (verb == "list") {
+        json arr = json::array();
+        std::string text;
+        for (const auto &p : store.list_plans()) {
+            arr.push_back(keyauth::plan_to_json(p));
+            text += std::to_string(p.sort_order) + "  " + p.id + "  " +
+                    arr.back()["priceInr"].get<std::string>() + " INR  " + p.name +
+                    (p.popular ? "  (popular)" : "") + "\n";
+        }
+        print(as_json, json{{"plans", arr}}, text);
+        return 0;
+    }
+    throw UsageError("unknown plans command \"" + verb + "\"");
+}
+
+int run_fx(keyauth::Store &store, const Args &a, bool as_json) {
+    const std::string verb = a.words.size() > 1 ? a.words[1] : "";
+    std::optional<keyauth::FxRecord> fx;
+    if (verb == "set") {
+        uint64_t micro = 0;
+        if (a.words.size() != 3 || !keyauth::parse_rate(a.words[2], micro))
+            throw UsageError("fx set takes RATE: INR per USD, a positive decimal with at most 6 decimals");
+        fx = store.set_exchange_rate(micro);
+    } else if (verb == "show") {
+        fx = store.exchange_rate();
+        if (!fx) {
+            print(as_json, json{{"exchangeRate", nullptr}}, "no exchange rate set\n");
+            return 0;
+        }
+    } else {
+        throw UsageError("unknown fx command \"" + verb + "\"");
+    }
+    char rate[keyauth::kRateTextMax];
+    keyauth::format_rate(fx->inr_per_usd_micro, rate);
+    print(as_json, json{{"exchangeRate", rate}, {"setAt", keyauth::format_time(fx->set_ms)}},
+          std::string("1 USD = ") + rate + " INR (set " + keyauth::format_time(fx->set_ms) + ")\n");
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -210,7 +274,8 @@ int main(int argc, char **argv) {
         if (a.words.empty()) throw UsageError("no command");
         if (db.empty()) throw UsageError("no --db PATH (or $KEYAUTH_DB)");
         const std::string &group = a.words[0];
-        if (group != "account" && group != "key" && group != "init")
+        if (group != "account" && group != "key" && group != "init" && group != "plans" &&
+            group != "fx")
             throw UsageError("unknown command \"" + group + "\"");
         keyauth::Store store(db);
         if (group == "init") {
@@ -218,7 +283,10 @@ int main(int argc, char **argv) {
                   "keyauth store ready at " + db + "\n");
             return 0;
         }
-        return group == "account" ? run_account(store, a, as_json) : run_key(store, a, as_json);
+        if (group == "account") return run_account(store, a, as_json);
+        if (group == "plans") return run_plans(store, a, as_json);
+        if (group == "fx") return run_fx(store, a, as_json);
+        return run_key(store, a, as_json);
     } catch (const UsageError &e) {
         std::cerr << "keyauthctl: " << e.what() << "\n\n" << kUsage;
         return 2;

@@ -11,6 +11,7 @@
 #include "key_format.h"
 #include "keyauth_schema.h"
 #include "le.h"
+#include "money.h"
 #include "scope.h"
 #include "sha256.h"
 
@@ -123,6 +124,43 @@ void validate_rate(uint32_t rpm, const char *field) {
     if (rpm < 1 || rpm > kMaxRatePerMinute)
         invalid(field, std::string(field) + " must be an integer from 1 to " +
                            std::to_string(kMaxRatePerMinute));
+}
+
+void validate_catalog(const std::vector<PlanRecord> &plans) {
+    if (plans.empty()) invalid("plans", "the catalog must hold at least one plan");
+    if (plans.size() > 1000) invalid("plans", "the catalog may hold at most 1000 plans");
+    std::set<std::string> ids;
+    std::set<int32_t> orders;
+    size_t popular = 0;
+    for (size_t i = 0; i < plans.size(); i++) {
+        const PlanRecord &p = plans[i];
+        const std::string at = "plans[" + std::to_string(i) + "]";
+        auto fail = [&](const std::string &field, const std::string &msg) {
+            throw StoreError(StoreError::Kind::kInvalid, at + "." + field, at + "." + field + ": " + msg);
+        };
+        bool id_ok = !p.id.empty() && p.id.size() <= KA_PLAN_ID_MAX_LEN;
+        for (char c : p.id) id_ok = id_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+        if (!id_ok) fail("id", "must be 1-64 characters of [a-z0-9-]");
+        if (!ids.insert(p.id).second) fail("id", "\"" + p.id + "\" is used twice");
+        try {
+            validate_name(p.name);
+        } catch (const StoreError &e) {
+            fail("name", e.what());
+        }
+        if (p.price_paise == 0) fail("priceInr", "must be positive");
+        if (p.price_paise > 10'000'000'000ULL * 100) fail("priceInr", "is too large");
+        if (p.features.empty() || p.features.size() > KA_FEATURES_MAX)
+            fail("features", "must hold 1 to " + std::to_string(KA_FEATURES_MAX) + " entries");
+        for (const auto &f : p.features) {
+            if (f.empty() || f.size() > KA_FEATURE_MAX_LEN || !valid_utf8(f))
+                fail("features", "each feature must be 1-200 bytes of UTF-8");
+        }
+        if (!orders.insert(p.sort_order).second)
+            fail("sortOrder", std::to_string(p.sort_order) + " is used twice");
+        popular += p.popular ? 1 : 0;
+    }
+    if (popular != 1)
+        invalid("plans", "exactly one plan must be popular, not " + std::to_string(popular));
 }
 
 Store::Store(const std::string &path, size_t map_size)
@@ -326,6 +364,77 @@ KeyPage Store::list_keys(const Id &account, size_t limit, const std::optional<Id
         page.keys.push_back(view.to_owned());
     }
     return page;
+}
+
+void Store::import_plans(const std::vector<PlanRecord> &plans) {
+    validate_catalog(plans);
+    auto txn = lmdb::txn::begin(env_.handle());
+    lmdb::dbi_drop(txn, plans_.handle(), false);  // empty it, keep the handle
+    for (const auto &p : plans) {
+        std::string rec = encode_plan_record(p);
+        lmdb::val k = val_of(p.id), v = val_of(rec);
+        plans_.put(txn, k, v);
+    }
+    std::string_view name = KA_META_CATALOG_VERSION;
+    lmdb::val k = val_of(name), v;
+    uint64_t version = meta_.get(txn, k, v) && v.size() == 8
+                           ? load_le<uint64_t>(v.data<unsigned char>()) : 0;
+    unsigned char buf[8];
+    store_le<uint64_t>(buf, version + 1);
+    lmdb::val nv = val_of(buf, sizeof buf);
+    meta_.put(txn, k, nv);
+    txn.commit();
+}
+
+std::vector<PlanRecord> Store::list_plans() {
+    auto txn = lmdb::txn::begin(env_.handle(), nullptr, MDB_RDONLY);
+    auto cur = lmdb::cursor::open(txn, plans_);
+    std::vector<PlanRecord> out;
+    lmdb::val k, v;
+    for (bool ok = cur.get(k, v, MDB_FIRST); ok; ok = cur.get(k, v, MDB_NEXT)) {
+        PlanRecordView view;
+        if (decode_plan_record(v.data(), v.size(), view) != DecodeStatus::kOk)
+            corrupt("plan \"" + std::string(view_of(k)) + "\" has an unreadable record");
+        out.push_back(view.to_owned(view_of(k)));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const PlanRecord &a, const PlanRecord &b) { return a.sort_order < b.sort_order; });
+    return out;
+}
+
+std::optional<PlanRecord> Store::find_plan(std::string_view id) {
+    if (id.empty() || id.size() > KA_PLAN_ID_MAX_LEN) return std::nullopt;
+    auto txn = lmdb::txn::begin(env_.handle(), nullptr, MDB_RDONLY);
+    lmdb::val k = val_of(id), v;
+    if (!plans_.get(txn, k, v)) return std::nullopt;
+    PlanRecordView view;
+    if (decode_plan_record(v.data(), v.size(), view) != DecodeStatus::kOk)
+        corrupt("plan \"" + std::string(id) + "\" has an unreadable record");
+    return view.to_owned(id);
+}
+
+FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro) {
+    if (inr_per_usd_micro == 0 || inr_per_usd_micro > kMaxRateMicro)
+        invalid("rate", "the rate must be a positive decimal of at most 1000000 INR per USD");
+    FxRecord rec{inr_per_usd_micro, clock_()};
+    std::string encoded = encode_fx_record(rec);
+    auto txn = lmdb::txn::begin(env_.handle());
+    std::string_view name = KA_META_FX_USD_INR;
+    lmdb::val k = val_of(name), v = val_of(encoded);
+    meta_.put(txn, k, v);
+    txn.commit();
+    return rec;
+}
+
+std::optional<FxRecord> Store::exchange_rate() {
+    auto txn = lmdb::txn::begin(env_.handle(), nullptr, MDB_RDONLY);
+    std::string_view name = KA_META_FX_USD_INR;
+    lmdb::val k = val_of(name), v;
+    if (!meta_.get(txn, k, v)) return std::nullopt;
+    FxRecord rec;
+    if (decode_fx_record(v.data(), v.size(), rec) != DecodeStatus::kOk)
+        corrupt("the exchange rate record is unreadable");
+    return rec;
 }
 
 KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id) {

@@ -82,6 +82,19 @@ public:
     KeyRecord revoke_key(const std::optional<Id> &owner, const Id &key_id);
     std::optional<KeyRecord> find_key(const Id &key_id);
 
+    // The plan catalog. import_plans validates the whole catalog and replaces
+    // the old one in one transaction: readers see the old or the new, never
+    // a mix. list_plans is ordered by sortOrder.
+    void import_plans(const std::vector<PlanRecord> &plans);
+    std::vector<PlanRecord> list_plans();
+    // For the payment service, in process: does this planId exist, and what
+    // does it cost (price_paise is the amount to charge)?
+    std::optional<PlanRecord> find_plan(std::string_view id);
+
+    // INR per USD, in millionths.
+    FxRecord set_exchange_rate(uint64_t inr_per_usd_micro);
+    std::optional<FxRecord> exchange_rate();
+
     MDB_env *env() noexcept { return env_.handle(); }
 
 private:
@@ -103,6 +116,9 @@ private:
 void validate_name(std::string_view name);
 void validate_scopes(const std::vector<std::string> &scopes);
 void validate_rate(uint32_t rpm, const char *field);
+// The whole catalog: ids, names, prices, features, one popular plan, distinct
+// sortOrder values. Fields are named "plans[3].priceInr" style.
+void validate_catalog(const std::vector<PlanRecord> &plans);
 
 int64_t wall_clock_ms();
 

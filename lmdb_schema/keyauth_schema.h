@@ -32,7 +32,9 @@
 #define KA_DB_COUNT          7
 
 /* Keys of the meta database. */
-#define KA_META_SCHEMA_VERSION "schema_version" /* u32 */
+#define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */
+#define KA_META_CATALOG_VERSION "catalog_version" /* u64, bumped by every plans import */
+#define KA_META_FX_USD_INR      "fx_usd_inr"      /* fx record */
 
 #define KA_HASH_LEN 32 /* SHA-256 */
 #define KA_ID_LEN   12 /* 48-bit big-endian creation ms ++ 48 random bits */
@@ -130,6 +132,51 @@ struct ka_token_record_v1 {
 
 static_assert(offsetof(struct ka_token_record_v1, account_id) == 4, "layout");
 static_assert(sizeof(struct ka_token_record_v1) == KA_TOKEN_RECORD_SIZE, "layout");
+
+/* ---- plan record (plans value; the key is the plan id) ------------------ */
+
+#define KA_PLAN_RECORD_V1 1u
+#define KA_PLAN_ID_MAX_LEN   64
+#define KA_FEATURES_MAX      32
+#define KA_FEATURE_MAX_LEN   200
+
+/* Fixed head; followed by name_len bytes of name, then feature_count x
+ * (u8 length, bytes) of features. */
+struct ka_plan_record_v1 {
+    uint16_t version;            /* KA_PLAN_RECORD_V1 */
+    uint8_t  popular;            /* 0 or 1 */
+    uint8_t  feature_count;
+    int32_t  sort_order;
+    uint64_t price_paise;        /* the amount charged, INR x 100 */
+    uint8_t  name_len;
+    uint8_t  reserved[7];        /* 0 */
+};
+
+#define KA_PLAN_RECORD_HEAD 24
+
+static_assert(offsetof(struct ka_plan_record_v1, feature_count) == 3, "layout");
+static_assert(offsetof(struct ka_plan_record_v1, sort_order) == 4, "layout");
+static_assert(offsetof(struct ka_plan_record_v1, price_paise) == 8, "layout");
+static_assert(offsetof(struct ka_plan_record_v1, name_len) == 16, "layout");
+static_assert(sizeof(struct ka_plan_record_v1) == KA_PLAN_RECORD_HEAD, "layout");
+
+/* ---- exchange rate (meta "fx_usd_inr") ----------------------------------- */
+
+#define KA_FX_RECORD_V1 1u
+
+struct ka_fx_record_v1 {
+    uint16_t version;            /* KA_FX_RECORD_V1 */
+    uint16_t reserved16;         /* 0 */
+    uint32_t reserved32;         /* 0 */
+    uint64_t inr_per_usd_micro;  /* INR per USD x 10^6 */
+    int64_t  set_ms;             /* when it was set */
+};
+
+#define KA_FX_RECORD_SIZE 24
+
+static_assert(offsetof(struct ka_fx_record_v1, inr_per_usd_micro) == 8, "layout");
+static_assert(offsetof(struct ka_fx_record_v1, set_ms) == 16, "layout");
+static_assert(sizeof(struct ka_fx_record_v1) == KA_FX_RECORD_SIZE, "layout");
 
 /* account_keys key: account id followed by key id. */
 #define KA_ACCOUNT_KEY_LEN (2 * KA_ID_LEN)

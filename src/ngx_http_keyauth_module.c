@@ -9,6 +9,7 @@
 #include "ngx_http_keyauth_module.h"
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_log.h"
+#include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_rate.h"
 
 
@@ -27,7 +28,6 @@ typedef enum {
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
     ka_auth_result_t *res);
-static ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
 static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -57,6 +57,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_keyauth_zone,
       NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_plans"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_keyauth_plans,
+      NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
 
@@ -273,7 +280,7 @@ ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
 }
 
 
-static ka_edge_t *
+ka_edge_t *
 ngx_http_keyauth_edge(ngx_log_t *log)
 {
     char  err[256];
@@ -534,6 +541,13 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
 
     if (kmcf->db_path.data == NULL) {
+        if (kmcf->plans_used) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"keyauth_plans\" needs \"keyauth_db\" "
+                               "in the http block");
+            return NGX_ERROR;
+        }
+
         return NGX_OK;
     }
 

@@ -14,6 +14,7 @@
 typedef struct {
     ngx_str_t                 db_path;     /* NUL-terminated */
     ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: per-key rates */
+    ngx_uint_t                plans_used;  /* a keyauth_plans location exists */
 } ngx_http_keyauth_main_conf_t;
 
 
@@ -31,6 +32,11 @@ typedef struct {
 
 
 extern ngx_module_t  ngx_http_keyauth_module;
+
+
+/* This worker's store handle (opened lazily, retried at most once a
+ * second); NULL while the store cannot be opened. */
+ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
 
 
 #endif /* NGX_HTTP_KEYAUTH_MODULE_H */

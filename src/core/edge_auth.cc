@@ -7,6 +7,7 @@
 #include <string>
 
 #include "auth_header.h"
+#include "edge.h"
 #include "edge_store.h"
 #include "ids.h"
 #include "key_format.h"
@@ -16,10 +17,6 @@
 #include "scope.h"
 #include "sha256.h"
 
-struct ka_edge_s {
-    std::unique_ptr<keyauth::EdgeStore> store;
-    keyauth::Sha256 sha;
-};
 
 namespace keyauth {
 namespace {

@@ -48,9 +48,10 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
         err = mdb_error("mdb_txn_begin", rc);
         return nullptr;
     }
-    MDB_dbi meta = 0;
+    MDB_dbi &meta = s->meta_;
     const char *missing = nullptr;
     if ((rc = mdb_dbi_open(txn, KA_DB_META, 0, &meta)) != 0) missing = KA_DB_META;
+    else if ((rc = mdb_dbi_open(txn, KA_DB_PLANS, 0, &s->plans_)) != 0) missing = KA_DB_PLANS;
     else if ((rc = mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &s->keys_by_hash_)) != 0)
         missing = KA_DB_KEYS_BY_HASH;
     else if ((rc = mdb_dbi_open(txn, KA_DB_ACCOUNTS, 0, &s->accounts_)) != 0)

@@ -35,6 +35,24 @@ public:
         int begin() noexcept { return store_.begin(); }
         // 0 (found), MDB_NOTFOUND or another LMDB error code.
         int get(MDB_dbi dbi, const void *key, size_t len, std::string_view &value) noexcept;
+        // Calls fn(key, value) for every entry in key order; stops when fn
+        // returns false. 0 or an LMDB error code.
+        template <typename Fn>
+        int scan(MDB_dbi dbi, Fn &&fn) noexcept {
+            MDB_cursor *cur = nullptr;
+            int rc = mdb_cursor_open(store_.txn_, dbi, &cur);
+            if (rc != 0) return rc;
+            MDB_val k{}, v{};
+            for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+                 rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+                if (!fn(std::string_view(static_cast<const char *>(k.mv_data), k.mv_size),
+                        std::string_view(static_cast<const char *>(v.mv_data), v.mv_size))) {
+                    break;
+                }
+            }
+            mdb_cursor_close(cur);
+            return rc == MDB_NOTFOUND ? 0 : rc;
+        }
 
     private:
         EdgeStore &store_;
@@ -42,6 +60,8 @@ public:
 
     MDB_dbi keys_by_hash() const noexcept { return keys_by_hash_; }
     MDB_dbi accounts() const noexcept { return accounts_; }
+    MDB_dbi plans() const noexcept { return plans_; }
+    MDB_dbi meta() const noexcept { return meta_; }
 
 private:
     EdgeStore() = default;
@@ -53,6 +73,8 @@ private:
     bool active_ = false;
     MDB_dbi keys_by_hash_ = 0;
     MDB_dbi accounts_ = 0;
+    MDB_dbi plans_ = 0;
+    MDB_dbi meta_ = 0;
 };
 
 }  // namespace keyauth

@@ -71,6 +71,26 @@ void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len
 /* A scope a location may require: "<resource>:<action>", no wildcard. */
 int ka_required_scope_ok(const char *scope, size_t len);
 
+/* ---- the public plan catalog ---- */
+
+typedef enum {
+    KA_PLANS_OK = 0,
+    KA_PLANS_NOT_FOUND,     /* 404 PLAN_NOT_FOUND */
+    KA_PLANS_NO_RATE,       /* 503 EXCHANGE_RATE_UNAVAILABLE */
+    KA_PLANS_UNAVAILABLE    /* 503 CATALOG_UNAVAILABLE, reason says why */
+} ka_plans_status_e;
+
+typedef struct {
+    ka_plans_status_e  status;
+    ka_str_t           body;   /* JSON; valid until the next call: copy it */
+    ka_str_t           etag;   /* quoted entity tag of this catalog and rate */
+    char               reason[KA_REASON_LEN];
+} ka_plans_result_t;
+
+/* plan_id == NULL: the whole catalog; else one plan. */
+void ka_edge_plans(ka_edge_t *edge, const char *plan_id, size_t plan_id_len,
+    ka_plans_result_t *out);
+
 /* ---- per-key rate limits (GCRA) in memory shared by all workers ---- */
 
 typedef struct {

@@ -18,17 +18,18 @@ std::string_view view(const unsigned char *p, size_t n) {
     return std::string_view(reinterpret_cast<const char *>(p), n);
 }
 
-// Walks packed scope entries; returns false if they do not tile `packed`
-// exactly into `count` well-formed entries.
+// Walks packed (u8 length, bytes) entries (scopes, features); returns false
+// if they do not tile `packed` exactly into `count` entries of 1..max_len
+// bytes. Stops early, returning true, when fn returns true.
 template <typename Fn>
-bool walk_scopes(std::string_view packed, size_t count, Fn &&fn) {
+bool walk_packed(std::string_view packed, size_t count, size_t max_len, Fn &&fn) {
     size_t off = 0;
     for (size_t i = 0; i < count; i++) {
         if (off >= packed.size()) {
             return false;
         }
         size_t len = static_cast<unsigned char>(packed[off++]);
-        if (len == 0 || len > KA_SCOPE_MAX_LEN || len > packed.size() - off) {
+        if (len == 0 || len > max_len || len > packed.size() - off) {
             return false;
         }
         if (fn(packed.substr(off, len))) {
@@ -49,7 +50,7 @@ void require(bool ok, const char *what) {
 
 bool KeyRecordView::grants(std::string_view required) const noexcept {
     bool granted = false;
-    walk_scopes(scopes, scope_count, [&](std::string_view s) {
+    walk_packed(scopes, scope_count, KA_SCOPE_MAX_LEN, [&](std::string_view s) {
         granted = scope_grants(s, required);
         return granted;
     });
@@ -65,7 +66,7 @@ KeyRecord KeyRecordView::to_owned() const {
     r.created_ms = created_ms;
     r.revoked_ms = revoked_ms;
     r.expires_ms = expires_ms;
-    walk_scopes(scopes, scope_count, [&](std::string_view s) {
+    walk_packed(scopes, scope_count, KA_SCOPE_MAX_LEN, [&](std::string_view s) {
         r.scopes.emplace_back(s);
         return false;
     });
@@ -138,7 +139,8 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
     out.scopes = view(tail, scopes_bytes);
     out.prefix = view(tail + scopes_bytes, prefix_len);
     out.name = view(tail + scopes_bytes + prefix_len, name_len);
-    if (!walk_scopes(out.scopes, out.scope_count, [](std::string_view) { return false; })) {
+    if (!walk_packed(out.scopes, out.scope_count, KA_SCOPE_MAX_LEN,
+                     [](std::string_view) { return false; })) {
         return DecodeStatus::kCorrupt;
     }
     return DecodeStatus::kOk;
@@ -181,6 +183,92 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
     }
     out.name = view(p + KA_ACCOUNT_RECORD_HEAD, name_len);
     return DecodeStatus::kOk;
+}
+
+PlanRecord PlanRecordView::to_owned(std::string_view id) const {
+    PlanRecord r;
+    r.id = std::string(id);
+    r.name = std::string(name);
+    r.price_paise = price_paise;
+    r.popular = popular;
+    r.sort_order = sort_order;
+    for (auto f : feature_list()) r.features.emplace_back(f);
+    return r;
+}
+
+std::vector<std::string_view> PlanRecordView::feature_list() const {
+    std::vector<std::string_view> out;
+    walk_packed(features, feature_count, KA_FEATURE_MAX_LEN, [&](std::string_view f) {
+        out.push_back(f);
+        return false;
+    });
+    return out;
+}
+
+std::string encode_plan_record(const PlanRecord &rec) {
+    using P = ka_plan_record_v1;
+    require(!rec.name.empty() && rec.name.size() <= KA_NAME_MAX_LEN, "plan name length");
+    require(rec.features.size() <= KA_FEATURES_MAX, "too many features");
+    std::string out(KA_PLAN_RECORD_HEAD, '\0');
+    auto *p = reinterpret_cast<unsigned char *>(out.data());
+    store_le<uint16_t>(p + offsetof(P, version), KA_PLAN_RECORD_V1);
+    p[offsetof(P, popular)] = rec.popular ? 1 : 0;
+    p[offsetof(P, feature_count)] = static_cast<unsigned char>(rec.features.size());
+    store_le<int32_t>(p + offsetof(P, sort_order), rec.sort_order);
+    store_le<uint64_t>(p + offsetof(P, price_paise), rec.price_paise);
+    p[offsetof(P, name_len)] = static_cast<unsigned char>(rec.name.size());
+    out += rec.name;
+    for (const auto &f : rec.features) {
+        require(!f.empty() && f.size() <= KA_FEATURE_MAX_LEN, "feature length");
+        out.push_back(static_cast<char>(f.size()));
+        out += f;
+    }
+    return out;
+}
+
+DecodeStatus decode_plan_record(const void *data, size_t len, PlanRecordView &out) noexcept {
+    using P = ka_plan_record_v1;
+    const unsigned char *p = bytes(data);
+    if (len < sizeof(uint16_t)) return DecodeStatus::kCorrupt;
+    out.version = load_le<uint16_t>(p + offsetof(P, version));
+    if (out.version != KA_PLAN_RECORD_V1) return DecodeStatus::kUnknownVersion;
+    if (len < KA_PLAN_RECORD_HEAD) return DecodeStatus::kCorrupt;
+    out.popular = p[offsetof(P, popular)] != 0;
+    out.feature_count = p[offsetof(P, feature_count)];
+    out.sort_order = load_le<int32_t>(p + offsetof(P, sort_order));
+    out.price_paise = load_le<uint64_t>(p + offsetof(P, price_paise));
+    size_t name_len = p[offsetof(P, name_len)];
+    if (p[offsetof(P, popular)] > 1 || out.feature_count > KA_FEATURES_MAX ||
+        len < KA_PLAN_RECORD_HEAD + name_len) {
+        return DecodeStatus::kCorrupt;
+    }
+    out.name = view(p + KA_PLAN_RECORD_HEAD, name_len);
+    out.features = view(p + KA_PLAN_RECORD_HEAD + name_len, len - KA_PLAN_RECORD_HEAD - name_len);
+    return walk_packed(out.features, out.feature_count, KA_FEATURE_MAX_LEN,
+                       [](std::string_view) { return false; })
+               ? DecodeStatus::kOk
+               : DecodeStatus::kCorrupt;
+}
+
+std::string encode_fx_record(const FxRecord &rec) {
+    using X = ka_fx_record_v1;
+    std::string out(KA_FX_RECORD_SIZE, '\0');
+    auto *p = reinterpret_cast<unsigned char *>(out.data());
+    store_le<uint16_t>(p + offsetof(X, version), KA_FX_RECORD_V1);
+    store_le<uint64_t>(p + offsetof(X, inr_per_usd_micro), rec.inr_per_usd_micro);
+    store_le<int64_t>(p + offsetof(X, set_ms), rec.set_ms);
+    return out;
+}
+
+DecodeStatus decode_fx_record(const void *data, size_t len, FxRecord &out) noexcept {
+    using X = ka_fx_record_v1;
+    const unsigned char *p = bytes(data);
+    if (len < sizeof(uint16_t)) return DecodeStatus::kCorrupt;
+    if (load_le<uint16_t>(p) != KA_FX_RECORD_V1) return DecodeStatus::kUnknownVersion;
+    if (len != KA_FX_RECORD_SIZE) return DecodeStatus::kCorrupt;
+    out.inr_per_usd_micro = load_le<uint64_t>(p + offsetof(X, inr_per_usd_micro));
+    out.set_ms = load_le<int64_t>(p + offsetof(X, set_ms));
+    return out.inr_per_usd_micro == 0 ? DecodeStatus::kCorrupt : DecodeStatus::kOk;
 }
 
 std::string encode_token_record(const Id &account_id) {

@@ -70,6 +70,40 @@ struct AccountRecordView {
 std::string encode_account_record(const AccountRecord &rec);
 DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordView &out) noexcept;
 
+struct PlanRecord {
+    std::string id;
+    std::string name;
+    uint64_t price_paise = 0;
+    std::vector<std::string> features;
+    bool popular = false;
+    int32_t sort_order = 0;
+};
+
+struct PlanRecordView {
+    uint16_t version = 0;
+    bool popular = false;
+    uint8_t feature_count = 0;
+    int32_t sort_order = 0;
+    uint64_t price_paise = 0;
+    std::string_view name;
+    std::string_view features;  // packed (u8 length, bytes) entries
+
+    std::vector<std::string_view> feature_list() const;  // not for the hot path
+    PlanRecord to_owned(std::string_view id) const;
+};
+
+// The plan id is the LMDB key, not part of the value.
+std::string encode_plan_record(const PlanRecord &rec);
+DecodeStatus decode_plan_record(const void *data, size_t len, PlanRecordView &out) noexcept;
+
+struct FxRecord {
+    uint64_t inr_per_usd_micro = 0;
+    int64_t set_ms = 0;
+};
+
+std::string encode_fx_record(const FxRecord &rec);
+DecodeStatus decode_fx_record(const void *data, size_t len, FxRecord &out) noexcept;
+
 std::string encode_token_record(const Id &account_id);
 DecodeStatus decode_token_record(const void *data, size_t len, Id &account_id) noexcept;
 

@@ -1,0 +1,81 @@
+#include "catalog_json.h"
+
+#include <set>
+
+#include "money.h"
+#include "store.h"
+
+namespace keyauth {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string &field, const std::string &msg) {
+    throw StoreError(StoreError::Kind::kInvalid, field, field + ": " + msg);
+}
+
+uint64_t price_of(const json &v, const std::string &field) {
+    uint64_t paise = 0;
+    if (v.is_number_unsigned()) {
+        uint64_t inr = v.get<uint64_t>();
+        if (inr == 0 || inr > kMaxPaise / kPaisePerInr) bad(field, "must be from 0.01 to 10000000000");
+        return inr * kPaisePerInr;
+    }
+    if (v.is_string() && parse_inr(v.get<std::string>(), paise)) return paise;
+    bad(field, "must be a positive integer, or a string with at most 2 decimals (\"4999.50\")");
+}
+
+}  // namespace
+
+std::vector<PlanRecord> parse_catalog(std::string_view text) {
+    json doc = json::parse(text, nullptr, false);
+    if (doc.is_discarded()) bad("catalog", "not valid JSON (or not UTF-8)");
+    if (!doc.is_object() || !doc.contains("plans") || doc.size() != 1)
+        bad("catalog", "expected an object with exactly one member, \"plans\"");
+    const json &plans = doc["plans"];
+    if (!plans.is_array()) bad("plans", "must be an array");
+    static const std::set<std::string> kFields = {"id", "name", "priceInr", "features", "popular",
+                                                  "sortOrder"};
+    std::vector<PlanRecord> out;
+    for (size_t i = 0; i < plans.size(); i++) {
+        const json &p = plans[i];
+        const std::string at = "plans[" + std::to_string(i) + "]";
+        if (!p.is_object()) bad(at, "must be an object");
+        for (auto it = p.begin(); it != p.end(); ++it) {
+            if (!kFields.count(it.key()))
+                bad(at + "." + it.key(), "unknown field (priceUsd and exchangeRate are computed)");
+        }
+        for (const auto &f : kFields) {
+            if (!p.contains(f)) bad(at + "." + f, "is missing");
+        }
+        PlanRecord r;
+        if (!p["id"].is_string()) bad(at + ".id", "must be a string");
+        r.id = p["id"].get<std::string>();
+        if (!p["name"].is_string()) bad(at + ".name", "must be a string");
+        r.name = p["name"].get<std::string>();
+        r.price_paise = price_of(p["priceInr"], at + ".priceInr");
+        if (!p["features"].is_array()) bad(at + ".features", "must be an array of strings");
+        for (const auto &f : p["features"]) {
+            if (!f.is_string()) bad(at + ".features", "must be an array of strings");
+            r.features.push_back(f.get<std::string>());
+        }
+        if (!p["popular"].is_boolean()) bad(at + ".popular", "must be true or false");
+        r.popular = p["popular"].get<bool>();
+        const json &order = p["sortOrder"];
+        if (!order.is_number_integer() || order.get<int64_t>() < INT32_MIN ||
+            order.get<int64_t>() > INT32_MAX)
+            bad(at + ".sortOrder", "must be a 32-bit integer");
+        r.sort_order = static_cast<int32_t>(order.get<int64_t>());
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+json plan_to_json(const PlanRecord &plan) {
+    char inr[kMoneyTextMax];
+    format_paise(plan.price_paise, inr);
+    return {{"id", plan.id},           {"name", plan.name},       {"priceInr", inr},
+            {"features", plan.features}, {"popular", plan.popular}, {"sortOrder", plan.sort_order}};
+}
+
+}  // namespace keyauth

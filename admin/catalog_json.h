@@ -1,0 +1,23 @@
+// The plan catalog as JSON for operators: the import file format
+// (lmdb_schema/plans.json) and the listing of keyauthctl. Prices stay exact:
+// priceInr is an integer or a decimal string with at most 2 decimals, never a
+// binary floating-point number.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+#include <vector>
+
+#include "records.h"
+
+namespace keyauth {
+
+// {"plans":[{"id","name","priceInr","features","popular","sortOrder"}, ...]}
+// Throws StoreError(kInvalid) naming the field ("plans[2].priceInr"); the
+// catalog rules themselves are checked by validate_catalog.
+std::vector<PlanRecord> parse_catalog(std::string_view text);
+
+nlohmann::json plan_to_json(const PlanRecord &plan);
+
+}  // namespace keyauth

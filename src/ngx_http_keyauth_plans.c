@@ -1,0 +1,142 @@
+#include "ngx_http_keyauth_plans.h"
+#include "ngx_http_keyauth_json.h"
+
+
+static ngx_int_t ngx_http_keyauth_plans_handler(ngx_http_request_t *r);
+
+
+static ngx_str_t  ngx_http_keyauth_etag_name = ngx_string("ETag");
+static ngx_str_t  ngx_http_keyauth_cache_control_name =
+    ngx_string("Cache-Control");
+static ngx_str_t  ngx_http_keyauth_allow_name = ngx_string("Allow");
+
+
+char *
+ngx_http_keyauth_plans(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
+    kmcf->plans_used = 1;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_keyauth_plans_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
+{
+    u_char                    *id, *last;
+    size_t                     id_len;
+    ngx_str_t                  code, message, value, body;
+    ngx_table_elt_t           *h;
+    ka_plans_result_t          res;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        ngx_str_set(&value, "GET, HEAD");
+        if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_allow_name, &value)
+            == NULL)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_str_set(&code, "METHOD_NOT_ALLOWED");
+        ngx_str_set(&message, "The plan catalog is read with GET or HEAD");
+        return ngx_http_keyauth_send_error(r, NGX_HTTP_NOT_ALLOWED, &code,
+                                           &message);
+    }
+
+    /* "/api/plans" or "/api/plans/" is the catalog, "/api/plans/{id}" a plan:
+     * what follows the location's prefix decides */
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    id = NULL;
+    id_len = 0;
+    last = r->uri.data + r->uri.len;
+
+    if (clcf->name.len <= r->uri.len
+        && ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) == 0)
+    {
+        id = r->uri.data + clcf->name.len;
+
+        if (id < last && *id == '/') {
+            id++;
+        }
+
+        id_len = last - id;
+
+        if (id_len == 0) {
+            id = NULL;
+        }
+    }
+
+    ka_edge_plans(ngx_http_keyauth_edge(r->connection->log),
+                  (const char *) id, id_len, &res);
+
+    switch (res.status) {
+
+    case KA_PLANS_OK:
+        break;
+
+    case KA_PLANS_NOT_FOUND:
+        ngx_str_set(&code, "PLAN_NOT_FOUND");
+        ngx_str_set(&message, "No plan has this id");
+        return ngx_http_keyauth_send_error(r, NGX_HTTP_NOT_FOUND, &code,
+                                           &message);
+
+    case KA_PLANS_NO_RATE:
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "keyauth: no exchange rate is set "
+                      "(keyauthctl fx set RATE); /api/plans answers 503");
+        ngx_str_set(&code, "EXCHANGE_RATE_UNAVAILABLE");
+        ngx_str_set(&message, "USD prices are unavailable: no exchange rate "
+                              "is set");
+        return ngx_http_keyauth_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                           &code, &message);
+
+    default: /* KA_PLANS_UNAVAILABLE */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "keyauth: plan catalog unavailable: %s", res.reason);
+        ngx_str_set(&code, "CATALOG_UNAVAILABLE");
+        ngx_str_set(&message, "The plan catalog is temporarily unavailable");
+        return ngx_http_keyauth_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                           &code, &message);
+    }
+
+    /* the core's bytes live until its next render: the response gets a copy */
+
+    body.len = res.body.len;
+    body.data = ngx_pnalloc(r->pool, res.body.len + res.etag.len);
+    if (body.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    value.len = res.etag.len;
+    value.data = ngx_cpymem(body.data, res.body.data, res.body.len);
+    ngx_memcpy(value.data, res.etag.data, res.etag.len);
+
+    /* nginx's not_modified filter answers If-None-Match from this ETag */
+    h = ngx_http_keyauth_add_header(r, &ngx_http_keyauth_etag_name, &value);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.etag = h;
+
+    /* prices follow the exchange rate: caches must revalidate */
+    ngx_str_set(&value, "no-cache");
+    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_cache_control_name,
+                                    &value)
+        == NULL)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_keyauth_send_json(r, NGX_HTTP_OK, &body);
+}

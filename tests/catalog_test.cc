@@ -1,0 +1,188 @@
+// Plan records, catalog validation and import parsing, and the edge's
+// rendered catalog over a real store.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "catalog.h"
+#include "catalog_json.h"
+#include "edge.h"
+#include "store.h"
+#include "temp_dir.h"
+
+using namespace keyauth;
+using keyauth::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+PlanRecord plan(const std::string &id, uint64_t paise, int32_t order, bool popular = false) {
+    return PlanRecord{id, "Plan " + id, paise, {"100 pages", "30 days of support"}, popular, order};
+}
+
+std::string seed_text() {
+    std::ifstream in("lmdb_schema/plans.json");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void expect_invalid(const std::function<void()> &fn, const std::string &field) {
+    try {
+        fn();
+        ADD_FAILURE() << "accepted; expected an error on " << field;
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kInvalid);
+        EXPECT_EQ(e.field(), field) << e.what();
+    }
+}
+
+}  // namespace
+
+TEST(PlanRecord, RoundTripAndCorruption) {
+    PlanRecord p = plan("pro-10k", 599900, 60, true);
+    std::string bytes = encode_plan_record(p);
+    PlanRecordView v;
+    ASSERT_EQ(decode_plan_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
+    PlanRecord back = v.to_owned("pro-10k");
+    EXPECT_EQ(back.name, p.name);
+    EXPECT_EQ(back.price_paise, 599900u);
+    EXPECT_EQ(back.features, p.features);
+    EXPECT_TRUE(back.popular);
+    EXPECT_EQ(back.sort_order, 60);
+    for (size_t n = 0; n < bytes.size(); n++) {
+        EXPECT_NE(decode_plan_record(bytes.data(), n, v), DecodeStatus::kOk) << n;
+    }
+    bytes[0] = 9;
+    EXPECT_EQ(decode_plan_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
+}
+
+TEST(FxRecord, RoundTrip) {
+    std::string bytes = encode_fx_record({83123456, 42});
+    FxRecord fx;
+    ASSERT_EQ(decode_fx_record(bytes.data(), bytes.size(), fx), DecodeStatus::kOk);
+    EXPECT_EQ(fx.inr_per_usd_micro, 83123456u);
+    EXPECT_EQ(fx.set_ms, 42);
+    EXPECT_EQ(decode_fx_record(bytes.data(), bytes.size() - 1, fx), DecodeStatus::kCorrupt);
+}
+
+TEST(Catalog, SeedFileIsValidAndHasTenPlans) {
+    auto plans = parse_catalog(seed_text());
+    EXPECT_NO_THROW(validate_catalog(plans));
+    EXPECT_EQ(plans.size(), 10u);
+}
+
+TEST(Catalog, ValidationNamesThePlanAndField) {
+    std::vector<PlanRecord> ok = {plan("a", 100, 1, true), plan("b", 200, 2)};
+    EXPECT_NO_THROW(validate_catalog(ok));
+    auto with = [&](auto mutate) {
+        auto plans = ok;
+        mutate(plans);
+        return [plans] { validate_catalog(plans); };
+    };
+    expect_invalid(with([](auto &p) { p[1].popular = true; }), "plans");
+    expect_invalid(with([](auto &p) { p[0].popular = false; }), "plans");
+    expect_invalid(with([](auto &p) { p[1].id = "a"; }), "plans[1].id");
+    expect_invalid(with([](auto &p) { p[1].id = "B"; }), "plans[1].id");
+    expect_invalid(with([](auto &p) { p[1].id = std::string(65, 'a'); }), "plans[1].id");
+    expect_invalid(with([](auto &p) { p[0].price_paise = 0; }), "plans[0].priceInr");
+    expect_invalid(with([](auto &p) { p[1].sort_order = 1; }), "plans[1].sortOrder");
+    expect_invalid(with([](auto &p) { p[0].name = ""; }), "plans[0].name");
+    expect_invalid(with([](auto &p) { p[0].features.clear(); }), "plans[0].features");
+    expect_invalid(with([](auto &p) { p[0].features = {std::string(201, 'f')}; }), "plans[0].features");
+    expect_invalid([] { validate_catalog({}); }, "plans");
+}
+
+TEST(Catalog, ImportParsingIsStrictAboutPrices) {
+    auto doc = [](const std::string &price) {
+        return R"({"plans":[{"id":"a","name":"A","priceInr":)" + price +
+               R"(,"features":["x"],"popular":true,"sortOrder":1}]})";
+    };
+    EXPECT_EQ(parse_catalog(doc("4999"))[0].price_paise, 499900u);
+    EXPECT_EQ(parse_catalog(doc("\"4999.5\""))[0].price_paise, 499950u);
+    for (std::string bad : {"4999.5", "-1", "0", "\"4999.505\"", "\"abc\"", "true", "null"}) {
+        expect_invalid([&] { parse_catalog(doc(bad)); }, "plans[0].priceInr");
+    }
+    expect_invalid([] { parse_catalog("not json"); }, "catalog");
+    expect_invalid([] { parse_catalog(R"({"plans":[],"extra":1})"); }, "catalog");
+    expect_invalid([] { parse_catalog(R"({"plans":{}})"); }, "plans");
+    expect_invalid([] { parse_catalog(R"({"plans":[{"id":"a"}]})"); }, "plans[0].features");
+}
+
+class EdgeCatalogTest : public ::testing::Test {
+protected:
+    TempDir dir;
+    Store store{dir.sub("db")};
+    ka_edge_t *edge = nullptr;
+
+    void SetUp() override {
+        store.import_plans({plan("b", 100000, 20), plan("a", 19900, 10, true)});
+        char err[256];
+        edge = ka_edge_open(dir.sub("db").c_str(), err, sizeof err);
+        ASSERT_NE(edge, nullptr) << err;
+    }
+    void TearDown() override { ka_edge_close(edge); }
+
+    ka_plans_result_t get(const char *id = nullptr) {
+        ka_plans_result_t r;
+        ka_edge_plans(edge, id, id ? strlen(id) : 0, &r);
+        return r;
+    }
+    static json body(const ka_plans_result_t &r) {
+        return json::parse(std::string(r.body.data, r.body.len));
+    }
+};
+
+TEST_F(EdgeCatalogTest, NoRateMeansNoPrices) {
+    EXPECT_EQ(get().status, KA_PLANS_NO_RATE);
+}
+
+TEST_F(EdgeCatalogTest, RendersSortedWithExactPrices) {
+    store.set_exchange_rate(83123456);
+    auto r = get();
+    ASSERT_EQ(r.status, KA_PLANS_OK) << r.reason;
+    json plans = body(r)["plans"];
+    ASSERT_EQ(plans.size(), 2u);
+    EXPECT_EQ(plans[0]["id"], "a");
+    EXPECT_EQ(plans[0]["priceInr"], 199);
+    EXPECT_EQ(plans[0]["priceUsd"], "2.39");  // 199 / 83.123456 = 2.3940...
+    EXPECT_EQ(plans[0]["exchangeRate"], "83.123456");
+    EXPECT_EQ(plans[1]["priceUsd"], "12.03");  // 1000 / 83.123456 = 12.0302...
+    EXPECT_EQ(plans[0]["popular"], true);
+}
+
+TEST_F(EdgeCatalogTest, OnePlanAndUnknownPlan) {
+    store.set_exchange_rate(80000000);
+    auto r = get("b");
+    ASSERT_EQ(r.status, KA_PLANS_OK);
+    EXPECT_EQ(body(r)["priceUsd"], "12.50");
+    EXPECT_EQ(get("zzz").status, KA_PLANS_NOT_FOUND);
+    EXPECT_EQ(get("").status, KA_PLANS_NOT_FOUND);
+}
+
+TEST_F(EdgeCatalogTest, ChangesShowOnTheNextCallWithANewEtag) {
+    store.set_exchange_rate(80000000);
+    auto first = get();
+    std::string etag(first.etag.data, first.etag.len);
+    auto again = get();
+    EXPECT_EQ(std::string(again.etag.data, again.etag.len), etag) << "cached";
+    store.set_exchange_rate(100000000);
+    auto moved = get();
+    EXPECT_NE(std::string(moved.etag.data, moved.etag.len), etag);
+    EXPECT_EQ(body(moved)["plans"][0]["priceUsd"], "1.99");
+    store.import_plans({plan("c", 500, 1, true)});
+    auto replaced = get();
+    EXPECT_EQ(body(replaced)["plans"].size(), 1u);
+    EXPECT_EQ(get("a").status, KA_PLANS_NOT_FOUND);
+}
+
+TEST_F(EdgeCatalogTest, PaymentServiceLookupInProcess) {
+    auto p = store.find_plan("a");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->price_paise, 19900u);
+    EXPECT_FALSE(store.find_plan("nope"));
+    EXPECT_FALSE(store.find_plan(std::string(1000, 'a')));
+}
