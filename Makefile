@@ -100,5 +100,8 @@ test: deps
 	  $(BUILD)/unit_tests_asan
 	$(MAKE) unit unit-asan e2e
 
+run: all
+	@nginx_conf/run-demo.sh
+
 clean:
 	rm -rf $(BUILD)

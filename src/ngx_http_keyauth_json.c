@@ -91,3 +91,27 @@ ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
 
     return ngx_http_keyauth_send_json(r, status, &body);
 }
+
+
+ngx_int_t
+ngx_http_keyauth_get_only(ngx_http_request_t *r)
+{
+    ngx_str_t  code, message, value;
+
+    static ngx_str_t  allow = ngx_string("Allow");
+
+    if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
+        return NGX_DECLINED;
+    }
+
+    ngx_str_set(&value, "GET, HEAD");
+    if (ngx_http_keyauth_add_header(r, &allow, &value) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_str_set(&code, "METHOD_NOT_ALLOWED");
+    ngx_str_set(&message, "This resource is read with GET or HEAD");
+
+    return ngx_http_keyauth_send_error(r, NGX_HTTP_NOT_ALLOWED, &code,
+                                       &message);
+}

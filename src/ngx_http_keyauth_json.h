@@ -18,6 +18,11 @@ ngx_int_t ngx_http_keyauth_send_json(ngx_http_request_t *r, ngx_uint_t status,
 ngx_int_t ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *code, ngx_str_t *message);
 
+/* Read-only resources (the plan catalog, the IP lookup): NGX_DECLINED for
+ * GET and HEAD, else sends 405 METHOD_NOT_ALLOWED with Allow and returns
+ * what the content handler returns. */
+ngx_int_t ngx_http_keyauth_get_only(ngx_http_request_t *r);
+
 /* Adds a response header (r->pool); NGX_ERROR when out of memory. */
 ngx_table_elt_t *ngx_http_keyauth_add_header(ngx_http_request_t *r,
     ngx_str_t *name, ngx_str_t *value);

@@ -7,6 +7,7 @@
  */
 
 #include "ngx_http_keyauth_module.h"
+#include "ngx_http_keyauth_ip.h"
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_log.h"
 #include "ngx_http_keyauth_plans.h"
@@ -63,6 +64,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
     { ngx_string("keyauth_plans"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_keyauth_plans,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("ip_lookup"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_keyauth_ip_lookup,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -306,6 +314,31 @@ ngx_http_keyauth_edge(ngx_log_t *log)
     }
 
     return ngx_http_keyauth_edge_handle;
+}
+
+
+void
+ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    ngx_str_null(tail);
+
+    if (clcf->name.len > r->uri.len
+        || ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) != 0)
+    {
+        return;
+    }
+
+    tail->data = r->uri.data + clcf->name.len;
+    tail->len = r->uri.len - clcf->name.len;
+
+    if (tail->len && tail->data[0] == '/') {
+        tail->data++;
+        tail->len--;
+    }
 }
 
 

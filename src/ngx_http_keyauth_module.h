@@ -38,5 +38,10 @@ extern ngx_module_t  ngx_http_keyauth_module;
  * second); NULL while the store cannot be opened. */
 ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
 
+/* What follows the location's prefix in the (decoded) URI, without its
+ * leading "/": the {id} of /api/plans/{id}, the {ip_address} of
+ * /v1/ip/{ip_address}. Empty when nothing follows. */
+void ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail);
+
 
 #endif /* NGX_HTTP_KEYAUTH_MODULE_H */

@@ -8,7 +8,6 @@ static ngx_int_t ngx_http_keyauth_plans_handler(ngx_http_request_t *r);
 static ngx_str_t  ngx_http_keyauth_etag_name = ngx_string("ETag");
 static ngx_str_t  ngx_http_keyauth_cache_control_name =
     ngx_string("Cache-Control");
-static ngx_str_t  ngx_http_keyauth_allow_name = ngx_string("Allow");
 
 
 char *
@@ -30,54 +29,22 @@ ngx_http_keyauth_plans(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
 {
-    u_char                    *id, *last;
-    size_t                     id_len;
-    ngx_str_t                  code, message, value, body;
-    ngx_table_elt_t           *h;
-    ka_plans_result_t          res;
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_int_t           rc;
+    ngx_str_t           id, code, message, value, body;
+    ngx_table_elt_t    *h;
+    ka_plans_result_t   res;
 
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        ngx_str_set(&value, "GET, HEAD");
-        if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_allow_name, &value)
-            == NULL)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_str_set(&code, "METHOD_NOT_ALLOWED");
-        ngx_str_set(&message, "The plan catalog is read with GET or HEAD");
-        return ngx_http_keyauth_send_error(r, NGX_HTTP_NOT_ALLOWED, &code,
-                                           &message);
+    rc = ngx_http_keyauth_get_only(r);
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
 
-    /* "/api/plans" or "/api/plans/" is the catalog, "/api/plans/{id}" a plan:
-     * what follows the location's prefix decides */
+    /* "/api/plans" or "/api/plans/" is the catalog, "/api/plans/{id}" a plan */
 
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    id = NULL;
-    id_len = 0;
-    last = r->uri.data + r->uri.len;
-
-    if (clcf->name.len <= r->uri.len
-        && ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) == 0)
-    {
-        id = r->uri.data + clcf->name.len;
-
-        if (id < last && *id == '/') {
-            id++;
-        }
-
-        id_len = last - id;
-
-        if (id_len == 0) {
-            id = NULL;
-        }
-    }
+    ngx_http_keyauth_uri_tail(r, &id);
 
     ka_edge_plans(ngx_http_keyauth_edge(r->connection->log),
-                  (const char *) id, id_len, &res);
+                  id.len ? (const char *) id.data : NULL, id.len, &res);
 
     switch (res.status) {
 

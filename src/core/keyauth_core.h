@@ -91,6 +91,16 @@ typedef struct {
 void ka_edge_plans(ka_edge_t *edge, const char *plan_id, size_t plan_id_len,
     ka_plans_result_t *out);
 
+/* ---- the IP lookup tool ---- */
+
+#define KA_IP_JSON_MAX 320
+
+/* The JSON answer for an IP address (ip, version, canonical, type,
+ * reverseDns) written into out (>= KA_IP_JSON_MAX bytes); returns its
+ * length, or 0 if text is not an IPv4 or IPv6 address. */
+size_t ka_ip_lookup_json(const char *text, size_t len, char *out,
+    size_t out_len);
+
 /* ---- per-key rate limits (GCRA) in memory shared by all workers ---- */
 
 typedef struct {

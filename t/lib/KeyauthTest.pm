@@ -14,10 +14,20 @@ use IO::Socket::INET;
 use JSON::PP;
 use Time::HiRes qw(sleep time);
 use Exporter 'import';
+use Scalar::Util qw(weaken);
 
 our @EXPORT_OK = qw(http_request);
 
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
+
+# Live instances, stopped before File::Temp removes their directories (END
+# blocks run last-defined first, and this one is defined after File::Temp's).
+my @LIVE;
+END {
+    for my $t (grep { defined } @LIVE) {
+        $t->DESTROY;
+    }
+}
 
 sub root { $ROOT }
 
@@ -33,6 +43,8 @@ sub new {
         workers => $opt{workers} // 2,
         owner   => $$,
     }, $class;
+    push @LIVE, $self;
+    weaken $LIVE[-1];
     return $self;
 }
 
@@ -95,6 +107,7 @@ sub start_nginx {
                         '-e', "$self->{dir}/logs/error.log");
         if ($rc == 0 && $self->_wait_port($self->{port})) {
             $self->{running} = 1;
+            $self->{master_pid} = $self->pid;
             return $self;
         }
         $self->stop_nginx;
@@ -185,7 +198,7 @@ sub worker_pids {
 
 sub stop_nginx {
     my $self = shift;
-    my $pid = $self->pid;
+    my $pid = $self->pid // $self->{master_pid};
     if ($pid && kill 0, $pid) {
         kill 'QUIT', $pid;
         my $deadline = time + 5;

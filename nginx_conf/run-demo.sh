@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# make run: seeds var/ once (a demo account, the plan catalog, an exchange
+# rate), starts keyauthd and nginx in the foreground and prints what to curl.
+# Ctrl-C stops both. Running it again reuses var/.
+#
+# Environment: KEYAUTH_PORT (8080), KEYAUTHD_PORT (8081), KEYAUTH_VAR (var).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PORT=${KEYAUTH_PORT:-8080}
+KEYAUTHD_PORT=${KEYAUTHD_PORT:-8081}
+VAR=$(mkdir -p "${KEYAUTH_VAR:-$ROOT/var}" && cd "${KEYAUTH_VAR:-$ROOT/var}" && pwd)
+DB=$VAR/db
+CTL=("$ROOT/build/keyauthctl" --db "$DB")
+
+mkdir -p "$VAR/logs" "$VAR/tmp"
+
+if [ ! -s "$VAR/console-token" ]; then
+    echo "seeding $VAR ..."
+    "${CTL[@]}" plans import "$ROOT/lmdb_schema/plans.json" >/dev/null
+    "${CTL[@]}" fx set 83.50 >/dev/null
+    made=$("${CTL[@]}" --json account create --name "Demo account" --entitlement 120)
+    token=$(printf '%s' "$made" | sed -n 's/.*"consoleToken": *"\([^"]*\)".*/\1/p')
+    (umask 077 && printf '%s\n' "$token" > "$VAR/console-token")
+fi
+
+# Workers run as www-data when it can use the store (the LMDB lock file
+# must be writable by them), as the documented production setup does.
+user_line=""
+if [ "$(id -u)" = 0 ]; then
+    chgrp -R www-data "$DB" 2>/dev/null || true
+    if runuser -u www-data -- test -w "$DB/lock.mdb" 2>/dev/null; then
+        user_line="user www-data www-data;"
+    else
+        user_line="user root root;  # www-data cannot reach $DB"
+    fi
+fi
+
+sed -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$VAR|g" -e "s|@PORT@|$PORT|g" \
+    -e "s|@KEYAUTHD_PORT@|$KEYAUTHD_PORT|g" -e "s|@USER_LINE@|$user_line|g" \
+    "$ROOT/nginx_conf/demo.conf" > "$VAR/nginx.conf"
+
+pids=()
+stop() {
+    trap - INT TERM EXIT
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    echo "stopped"
+}
+trap stop INT TERM EXIT
+
+"$ROOT/build/keyauthd" --db "$DB" --listen "127.0.0.1:$KEYAUTHD_PORT" 2>>"$VAR/logs/keyauthd.log" &
+pids+=($!)
+nginx -p "$VAR" -c "$VAR/nginx.conf" -e "$VAR/logs/error.log" -g 'daemon off;' &
+pids+=($!)
+
+for _ in $(seq 50); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
+    sleep 0.1
+done
+
+cat <<MSG
+
+keyauth demo: nginx on http://127.0.0.1:$PORT, keyauthd on 127.0.0.1:$KEYAUTHD_PORT, data in $VAR
+Logs: $VAR/logs/. Ctrl-C stops both. Try (the README walks through each step):
+
+  export TOKEN=\$(cat $VAR/console-token)
+  curl -s -X POST http://127.0.0.1:$PORT/v1/keys -H "Authorization: Bearer \$TOKEN" \\
+       -H 'Content-Type: application/json' \\
+       -d '{"name":"demo","scopes":["ip:read"],"rateLimitPerMinute":5}'
+  export KEY=ka_...   # the "secret" above, shown once
+  curl -s http://127.0.0.1:$PORT/v1/ip/8.8.8.8 -H "Authorization: Bearer \$KEY"
+  curl -s http://127.0.0.1:$PORT/api/plans
+
+MSG
+
+wait -n "${pids[@]}" || true

@@ -1,0 +1,51 @@
+#include "ngx_http_keyauth_ip.h"
+#include "ngx_http_keyauth_json.h"
+
+
+static ngx_int_t ngx_http_keyauth_ip_handler(ngx_http_request_t *r);
+
+
+char *
+ngx_http_keyauth_ip_lookup(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_keyauth_ip_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_ip_handler(ngx_http_request_t *r)
+{
+    ngx_int_t   rc;
+    ngx_str_t   ip, body, code, message;
+
+    rc = ngx_http_keyauth_get_only(r);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    /* the address as nginx decoded it from the path */
+    ngx_http_keyauth_uri_tail(r, &ip);
+
+    body.data = ngx_pnalloc(r->pool, KA_IP_JSON_MAX);
+    if (body.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    body.len = ka_ip_lookup_json((const char *) ip.data, ip.len,
+                                 (char *) body.data, KA_IP_JSON_MAX);
+
+    if (body.len == 0) {
+        ngx_str_set(&code, "INVALID_IP");
+        ngx_str_set(&message, "The path does not end in an IPv4 or IPv6 "
+                              "address");
+        return ngx_http_keyauth_send_error(r, NGX_HTTP_BAD_REQUEST, &code,
+                                           &message);
+    }
+
+    return ngx_http_keyauth_send_json(r, NGX_HTTP_OK, &body);
+}

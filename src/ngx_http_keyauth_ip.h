@@ -1,0 +1,13 @@
+/*
+ * ip_lookup: the IP lookup tool, GET /v1/ip/{ip_address}. Put keyauth on
+ * and keyauth_scope ip:read in front of it.
+ */
+#ifndef NGX_HTTP_KEYAUTH_IP_H
+#define NGX_HTTP_KEYAUTH_IP_H
+
+#include "ngx_http_keyauth_module.h"
+
+char *ngx_http_keyauth_ip_lookup(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+#endif /* NGX_HTTP_KEYAUTH_IP_H */
