@@ -103,5 +103,8 @@ test: deps
 run: all
 	@nginx_conf/run-demo.sh
 
+bench: all
+	@bench/run.sh
+
 clean:
 	rm -rf $(BUILD)

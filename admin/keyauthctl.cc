@@ -32,8 +32,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         create an account; prints its id and a one-time console token
   account list
   account set-entitlement --account ACC_ID --entitlement RPM
-  key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM
-        create an API key; prints the secret once
+  key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM [--count N]
+        create an API key (or N alike, in one transaction); prints the secret once
   key list --account ACC_ID [--limit N] [--cursor KEY_ID]
   key revoke KEY_ID [--account ACC_ID]
   plans import FILE.json
@@ -167,13 +167,21 @@ int run_key(keyauth::Store &store, const Args &a, bool as_json) {
     const std::string verb = a.words.size() > 1 ? a.words[1] : "";
     if (verb == "create") {
         Id account = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
-        auto made = store.create_key(account, a.need("name"), a.all("scope"),
-                                     parse_u32(a.need("rate"), "--rate"));
-        json j = keyauth::key_to_json(made.key, entitlement_of(store, account));
-        j["secret"] = made.secret;
-        print(as_json, j,
-              "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " +
-                  made.secret + "\n");
+        auto count = a.opt("count");
+        auto made = store.create_keys(account, a.need("name"), a.all("scope"),
+                                      parse_u32(a.need("rate"), "--rate"),
+                                      count ? parse_u32(*count, "--count") : 1);
+        uint32_t ent = entitlement_of(store, account);
+        json all = json::array();
+        std::string text;
+        for (const auto &k : made) {
+            json j = keyauth::key_to_json(k.key, ent);
+            j["secret"] = k.secret;
+            text += "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " +
+                    k.secret + "\n";
+            all.push_back(std::move(j));
+        }
+        print(as_json, count ? json{{"keys", all}} : all.front(), text);
         return 0;
     }
     if (verb == "list") {

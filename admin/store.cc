@@ -287,37 +287,47 @@ std::optional<Id> Store::account_for_console_token(std::string_view token) {
 
 CreatedKey Store::create_key(const Id &account, std::string_view name,
                              const std::vector<std::string> &scopes, uint32_t requested_rpm) {
+    return std::move(create_keys(account, name, scopes, requested_rpm, 1).front());
+}
+
+std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view name,
+                                           const std::vector<std::string> &scopes,
+                                           uint32_t requested_rpm, size_t count) {
     validate_name(name);
     validate_scopes(scopes);
     validate_rate(requested_rpm, "rateLimitPerMinute");
-    int64_t now = clock_();
-    CreatedKey out;
-    out.secret = generate_secret(kKeyPrefix);
-    Digest hash = sha256(out.secret);
-    KeyRecord &rec = out.key;
-    rec.status = KA_KEY_ACTIVE;
-    rec.requested_rpm = requested_rpm;
-    rec.key_id = generate_id(now);
-    rec.account_id = account;
-    rec.created_ms = now;
-    rec.scopes = scopes;
-    rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
-    rec.name = std::string(name);
-    std::string encoded = encode_key_record(rec);
-
+    if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
     auto txn = lmdb::txn::begin(env_.handle());
     if (!find_account_in(txn, account))
         throw StoreError(StoreError::Kind::kNotFound, "account",
                          "no account " + id_to_string(kAccountIdPrefix, account));
-    lmdb::val hk = val_of(hash.data(), hash.size()), hv = val_of(encoded);
-    lmdb::val ik = val_of(rec.key_id.data(), rec.key_id.size()), iv = val_of(hash.data(), hash.size());
-    std::string ak = account_key(account, rec.key_id);
-    lmdb::val akk = val_of(ak), akv = val_of(hash.data(), hash.size());
-    if (!keys_by_hash_.put(txn, hk, hv, MDB_NOOVERWRITE) || !keys_.put(txn, ik, iv, MDB_NOOVERWRITE) ||
-        !account_keys_.put(txn, akk, akv, MDB_NOOVERWRITE))
-        throw StoreError(StoreError::Kind::kConflict, "", "key id or hash collision; retry");
+    std::vector<CreatedKey> made(count);
+    for (CreatedKey &out : made) {
+        int64_t now = clock_();
+        out.secret = generate_secret(kKeyPrefix);
+        Digest hash = sha256(out.secret);
+        KeyRecord &rec = out.key;
+        rec.status = KA_KEY_ACTIVE;
+        rec.requested_rpm = requested_rpm;
+        rec.key_id = generate_id(now);
+        rec.account_id = account;
+        rec.created_ms = now;
+        rec.scopes = scopes;
+        rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
+        rec.name = std::string(name);
+        std::string encoded = encode_key_record(rec);
+        lmdb::val hk = val_of(hash.data(), hash.size()), hv = val_of(encoded);
+        lmdb::val ik = val_of(rec.key_id.data(), rec.key_id.size());
+        lmdb::val iv = val_of(hash.data(), hash.size());
+        std::string ak = account_key(account, rec.key_id);
+        lmdb::val akk = val_of(ak), akv = val_of(hash.data(), hash.size());
+        if (!keys_by_hash_.put(txn, hk, hv, MDB_NOOVERWRITE) ||
+            !keys_.put(txn, ik, iv, MDB_NOOVERWRITE) ||
+            !account_keys_.put(txn, akk, akv, MDB_NOOVERWRITE))
+            throw StoreError(StoreError::Kind::kConflict, "", "key id or hash collision; retry");
+    }
     txn.commit();
-    return out;
+    return made;
 }
 
 std::optional<KeyRecord> Store::find_key_in(MDB_txn *txn, const Id &key_id) {

@@ -170,10 +170,13 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
+    /* not zeroed: the core sets what each outcome reads */
+    ctx = ngx_palloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    ctx->rate_checked = 0;
 
     ngx_http_set_ctx(r, ctx, ngx_http_keyauth_module);
 
@@ -363,13 +366,25 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         break;
 
     case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
-        v->len = ctx->auth.found ? KA_ID_TEXT_LEN : 0;
-        v->data = (u_char *) ctx->auth.key_id;
-        break;
-
     case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
-        v->len = ctx->auth.found ? KA_ID_TEXT_LEN : 0;
-        v->data = (u_char *) ctx->auth.account_id;
+        if (!ctx->auth.found) {
+            v->len = 0;
+            break;
+        }
+
+        v->data = ngx_pnalloc(r->pool, KA_ID_TEXT_LEN);
+        if (v->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = KA_ID_TEXT_LEN;
+
+        if (data == NGX_HTTP_KEYAUTH_VAR_KEY_ID) {
+            ka_format_key_id(ctx->auth.key_id_bin, (char *) v->data);
+        } else {
+            ka_format_account_id(ctx->auth.account_id_bin, (char *) v->data);
+        }
+
         break;
 
     default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */

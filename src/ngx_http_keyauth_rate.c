@@ -7,6 +7,7 @@ static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
 static void ngx_http_keyauth_zone_lock(void *data);
 static void ngx_http_keyauth_zone_unlock(void *data);
 static ngx_int_t ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r);
+static u_char *ngx_http_keyauth_uint(u_char *p, uint64_t v);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -140,6 +141,7 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
 {
     u_char            *p;
+    char               key_id[KA_ID_TEXT_LEN];
     ngx_int_t          rc;
     ngx_str_t          code, message, value;
     ka_lock_t          lock;
@@ -168,9 +170,12 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "keyauth: API key %*s is over its rate of %uD/min",
-                  (size_t) KA_ID_TEXT_LEN, ctx->auth.key_id, ctx->rate.limit);
+    if (r->connection->log->log_level >= NGX_LOG_INFO) {
+        ka_format_key_id(ctx->auth.key_id_bin, key_id);
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "keyauth: API key %*s is over its rate of %uD/min",
+                      (size_t) KA_ID_TEXT_LEN, key_id, ctx->rate.limit);
+    }
 
     p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
     if (p == NULL) {
@@ -211,15 +216,20 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    p = ngx_pnalloc(r->pool, sizeof("\"per-key\";q=;w=60") - 1 + NGX_INT32_LEN
-                             + sizeof("\"per-key\";r=;t=") - 1 + NGX_INT32_LEN
-                             + NGX_INT64_LEN);
+    /* every response of a checked key, 429 included; hand-formatted since
+     * this runs on every keyed request */
+
+    p = ngx_pnalloc(r->pool, 2 * (sizeof("\"per-key\";q=;w=60") + NGX_INT64_LEN
+                                  + NGX_INT32_LEN));
     if (p == NULL) {
         return NGX_ERROR;
     }
 
     value.data = p;
-    value.len = ngx_sprintf(p, "\"per-key\";q=%uD;w=60", ctx->rate.limit) - p;
+    p = ngx_cpymem(p, "\"per-key\";q=", sizeof("\"per-key\";q=") - 1);
+    p = ngx_http_keyauth_uint(p, ctx->rate.limit);
+    p = ngx_cpymem(p, ";w=60", sizeof(";w=60") - 1);
+    value.len = p - value.data;
 
     if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, &value)
         == NULL)
@@ -227,10 +237,12 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         return NGX_ERROR;
     }
 
-    value.data += value.len;
-    value.len = ngx_sprintf(value.data, "\"per-key\";r=%uD;t=%uL",
-                            ctx->rate.remaining, ctx->rate.reset_s)
-                - value.data;
+    value.data = p;
+    p = ngx_cpymem(p, "\"per-key\";r=", sizeof("\"per-key\";r=") - 1);
+    p = ngx_http_keyauth_uint(p, ctx->rate.remaining);
+    p = ngx_cpymem(p, ";t=", sizeof(";t=") - 1);
+    p = ngx_http_keyauth_uint(p, ctx->rate.reset_s);
+    value.len = p - value.data;
 
     if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,
                                     &value)
@@ -240,6 +252,23 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
     }
 
     return ngx_http_next_header_filter(r);
+}
+
+
+static u_char *
+ngx_http_keyauth_uint(u_char *p, uint64_t v)
+{
+    u_char   buf[NGX_INT64_LEN];
+    u_char  *d;
+
+    d = buf + sizeof(buf);
+
+    do {
+        *--d = (u_char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+
+    return ngx_cpymem(p, d, buf + sizeof(buf) - d);
 }
 
 

@@ -40,7 +40,7 @@ END {
 
 my $up = 0;
 for (1 .. 600) {
-    my $log = do { local (@ARGV, $/) = ("$dir/make-run.log"); <> } // '';
+    my $log = -e "$dir/make-run.log" ? do { local (@ARGV, $/) = ("$dir/make-run.log"); <> } // '' : '';
     if ($log =~ /Ctrl-C stops both/ && IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port")) { $up = 1; last }
     select undef, undef, undef, 0.1;
 }

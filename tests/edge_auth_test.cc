@@ -54,8 +54,11 @@ TEST_F(EdgeAuthTest, ValidKeyCarriesIdsAndRates) {
     auto r = auth(bearer());
     ASSERT_EQ(r.verdict, KA_AUTH_OK) << r.reason;
     EXPECT_EQ(r.log_level, KA_LOG_NONE);
-    EXPECT_EQ(std::string(r.key_id, KA_ID_TEXT_LEN), id_to_string(kKeyIdPrefix, key.key.key_id));
-    EXPECT_EQ(std::string(r.account_id, KA_ID_TEXT_LEN), id_to_string(kAccountIdPrefix, acc));
+    char text[KA_ID_TEXT_LEN];
+    ka_format_key_id(r.key_id_bin, text);
+    EXPECT_EQ(std::string(text, KA_ID_TEXT_LEN), id_to_string(kKeyIdPrefix, key.key.key_id));
+    ka_format_account_id(r.account_id_bin, text);
+    EXPECT_EQ(std::string(text, KA_ID_TEXT_LEN), id_to_string(kAccountIdPrefix, acc));
     EXPECT_EQ(std::string(r.prefix, r.prefix_len), key.secret.substr(0, 12));
     EXPECT_EQ(r.requested_rpm, 100u);
     EXPECT_EQ(r.entitlement_rpm, 600u);

@@ -9,7 +9,7 @@ namespace keyauth {
 enum class BearerParse {
     kMissing,    // no header, another scheme (Basic...), or "Bearer" with no token
     kFound,      // exactly one token; its format is checked separately
-    kMalformed,  // Bearer with more than one token, or control characters
+    kMalformed,  // Bearer with more than one token
 };
 
 // Never allocates; token points into header.

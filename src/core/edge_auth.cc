@@ -90,18 +90,25 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                        static_cast<unsigned>(key.version));
     }
     out->found = 1;
-    format_id(kKeyIdPrefix, key.key_id, out->key_id);
     std::memcpy(out->key_id_bin, key.key_id, KA_ID_LEN);
-    format_id(kAccountIdPrefix, key.account_id, out->account_id);
+    std::memcpy(out->account_id_bin, key.account_id, KA_ID_LEN);
     out->requested_rpm = key.requested_rpm;
+    // Text ids only for the refusals below, which log them.
+    char key_id[KA_ID_TEXT_LEN], account_id[KA_ID_TEXT_LEN];
+    auto ids = [&] {
+        format_id(kKeyIdPrefix, key.key_id, key_id);
+        format_id(kAccountIdPrefix, key.account_id, account_id);
+    };
 
     if (key.status == KA_KEY_REVOKED) {
+        ids();
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "API key %.*s is revoked",
-                       KA_ID_TEXT_LEN, out->key_id);
+                       KA_ID_TEXT_LEN, key_id);
     }
     if (key.expires_ms != 0 && now_ms >= key.expires_ms) {
+        ids();
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "API key %.*s has expired",
-                       KA_ID_TEXT_LEN, out->key_id);
+                       KA_ID_TEXT_LEN, key_id);
     }
 
     std::string_view account_raw;
@@ -114,14 +121,16 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     st = rc == 0 ? decode_account_record(account_raw.data(), account_raw.size(), account)
                  : DecodeStatus::kCorrupt;
     if (rc == MDB_NOTFOUND || st != DecodeStatus::kOk) {
+        ids();
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
                        "account %.*s of API key %.*s is %s; treating the key as invalid",
-                       KA_ID_TEXT_LEN, out->account_id, KA_ID_TEXT_LEN, out->key_id,
+                       KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id,
                        rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
     }
     if (account.status != KA_ACCOUNT_ACTIVE) {
+        ids();
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "account %.*s is suspended",
-                       KA_ID_TEXT_LEN, out->account_id);
+                       KA_ID_TEXT_LEN, account_id);
     }
     out->entitlement_rpm = account.entitlement_rpm;
 
@@ -129,18 +138,27 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
         std::string_view required(scopes[i].data, scopes[i].len);
         if (!key.grants(required)) {
             out->missing_scope = scopes[i];
+            ids();
             return verdict(out, KA_AUTH_SCOPE_MISSING, KA_LOG_INFO,
-                           "API key %.*s lacks scope \"%.*s\"", KA_ID_TEXT_LEN, out->key_id,
+                           "API key %.*s lacks scope \"%.*s\"", KA_ID_TEXT_LEN, key_id,
                            static_cast<int>(required.size()), required.data());
         }
     }
-    verdict(out, KA_AUTH_OK, KA_LOG_NONE, "ok");
+    out->verdict = KA_AUTH_OK;  // reason stays empty: nothing to log
 }
 
 }  // namespace
 }  // namespace keyauth
 
 extern "C" {
+
+void ka_format_key_id(const unsigned char *bin, char *out) {
+    keyauth::format_id(keyauth::kKeyIdPrefix, bin, out);
+}
+
+void ka_format_account_id(const unsigned char *bin, char *out) {
+    keyauth::format_id(keyauth::kAccountIdPrefix, bin, out);
+}
 
 ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len) {
     try {
@@ -169,7 +187,14 @@ void ka_edge_close(ka_edge_t *edge) { delete edge; }
 void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                           const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
                           ka_auth_result_t *out) {
-    std::memset(out, 0, sizeof *out);
+    // Only what every outcome reads is reset; the rest is set where it applies.
+    out->log_level = KA_LOG_NONE;
+    out->reason[0] = '\0';
+    out->prefix_len = 0;
+    out->found = 0;
+    out->requested_rpm = 0;
+    out->entitlement_rpm = 0;
+    out->missing_scope = {nullptr, 0};
     // Nothing on this path throws; the guard keeps that promise if it changes.
     try {
         keyauth::authenticate(edge, header, header_len, scopes, n_scopes, now_ms, out);

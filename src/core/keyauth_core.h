@@ -43,18 +43,22 @@ typedef struct {
     ka_log_level_e log_level;
     /* Why, for the error log. Never contains the secret. */
     char           reason[KA_REASON_LEN];
-    /* Set once the key is well-formed (prefix) or found (ids, rates). */
+    /* Set once the key is well-formed (prefix) or found (ids, rates); ids
+     * are binary, ka_format_*_id() writes their text only when needed. */
     size_t         prefix_len;
     char           prefix[KA_PREFIX_TEXT_LEN];
     int            found;
-    char           key_id[KA_ID_TEXT_LEN];
     unsigned char  key_id_bin[12];
-    char           account_id[KA_ID_TEXT_LEN];
+    unsigned char  account_id_bin[12];
     uint32_t       requested_rpm;
     uint32_t       entitlement_rpm;
     /* The first required scope the key lacks, for WWW-Authenticate. */
     ka_str_t       missing_scope;
 } ka_auth_result_t;
+
+/* "key_..." / "acc_..." text of a binary id: KA_ID_TEXT_LEN bytes, no NUL. */
+void ka_format_key_id(const unsigned char *bin, char *out);
+void ka_format_account_id(const unsigned char *bin, char *out);
 
 /* Opens the environment read-only. NULL on failure, with err filled. */
 ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len);

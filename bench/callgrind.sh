@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Instructions per request, counted by callgrind (repeatable, unlike time):
+# nginx runs as one process under valgrind; a keep-alive client sends N1, then
+# (in a second run) N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) cancels start-up
+# and shutdown. Compares `return 200` with a keyauth location (key + scope +
+# rate limit + empty_gif) and a plain empty_gif location.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+N1=${N1:-500}
+N2=${N2:-2500}
+W=$(mktemp -d /tmp/keyauth-cg-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+CTL="$ROOT/build/keyauthctl"
+A=$("$CTL" --db "$W/db" --json account create --name cg --entitlement 10000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+KEY=$("$CTL" --db "$W/db" --json key create --account "$A" --name cg --scope ip:read --rate 10000000 | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$W/logs"
+
+conf() { # location body
+    cat > "$W/nginx.conf" <<CONF
+load_module $ROOT/build/ngx_http_keyauth_module.so;
+daemon off;
+master_process off;
+error_log $W/logs/error.log warn;
+pid $W/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keyauth_db $W/db;
+    keyauth_zone rates:1m;
+    server { listen 127.0.0.1:$PORT; location / { $1 } }
+}
+CONF
+}
+
+count() { # requests -> total instructions
+    local n=$1 out="$W/cg.out"
+    valgrind --tool=callgrind --callgrind-out-file="$out" \
+        nginx -p "$W" -c "$W/nginx.conf" -e "$W/logs/error.log" 2>/dev/null &
+    local vpid=$!
+    for _ in $(seq 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+        sleep 0.1
+    done
+    perl -MIO::Socket::INET -e '
+        my ($port, $n, $key) = @ARGV;
+        my $s = IO::Socket::INET->new("127.0.0.1:$port") or die $!;
+        my $req = "GET /v1/ip/8.8.8.8 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $key\r\n\r\n";
+        for (1 .. $n) {
+            print $s $req;
+            my $head = "";
+            while ($head !~ /\r\n\r\n/) { sysread($s, $head, 4096, length $head) or die "eof" }
+            my ($len) = $head =~ /Content-Length: (\d+)/i;
+            my $body = substr($head, index($head, "\r\n\r\n") + 4);
+            while (length $body < $len) { sysread($s, $body, 4096, length $body) or die "eof" }
+        }' "$PORT" "$n" "$KEY"
+    kill -QUIT "$vpid"
+    wait "$vpid" || true
+    [ -n "${CG_KEEP:-}" ] && cp "$out" "$CG_KEEP.$n"
+    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+}
+
+per_request() {
+    conf "$1"
+    local a b
+    a=$(count "$N1")
+    b=$(count "$N2")
+    echo $(( (b - a) / (N2 - N1) ))
+}
+
+ret=$(per_request 'return 200 "GIF89a-------------------------------------";')
+gif=$(per_request 'empty_gif;')
+ka=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;')
+echo "instructions per request (callgrind, N=$N2-$N1 keep-alive requests):"
+echo "  return 200:                     $ret"
+echo "  empty_gif:                      $gif"
+echo "  keyauth + scope + limit + gif:  $ka"
+echo "  added by keyauth:               $((ka - gif)) ($(awk -v a="$ka" -v b="$gif" 'BEGIN {printf "%.1f", 100 * (a - b) / b}')% over empty_gif)"
