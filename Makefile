@@ -35,9 +35,20 @@ NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(HEADERS)
 
 APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
-              libcpp-httplib-dev perl curl wrk
+              libcpp-httplib-dev perl curl wrk clang libclang-rt-14-dev
 
-.PHONY: all deps module test unit unit-asan e2e run bench clean
+.PHONY: all deps module test unit unit-asan e2e run bench fuzz fuzz-short clean
+
+# libFuzzer targets (clang): every parser that sees untrusted bytes.
+FUZZ_CXX     := clang++
+FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=all $(WARN) $(INCS)
+FUZZERS      := $(patsubst fuzz/%.cc,$(BUILD)/fuzz/%,$(wildcard fuzz/*.cc))
+FUZZ_OBJS    := $(CORE_SRCS:%.cc=$(BUILD)/fuzzobj/%.o) $(STORE_SRCS:%.cc=$(BUILD)/fuzzobj/%.o)
+FUZZ_SECONDS ?= 60
+
+# Objects reached through pattern chains are not to be deleted as intermediates.
+.SECONDARY:
 
 all: deps $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
 
@@ -72,6 +83,29 @@ $(BUILD)/san/%.o: %.cc $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN_FLAGS) -c $< -o $@
 
+$(BUILD)/fuzzobj/%.o: %.cc $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/%: fuzz/%.cc $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ $(LIBS)
+
+# Each fuzzer runs FUZZ_SECONDS from its seeds in fuzz/corpus; what it learns
+# stays in build/fuzz-corpus, crashes land in build/fuzz-crashes.
+fuzz: deps $(FUZZERS)
+	@mkdir -p $(BUILD)/fuzz-crashes
+	@set -e; for f in $(FUZZERS); do n=$$(basename $$f); t=$${n#fuzz_}; \
+	  mkdir -p $(BUILD)/fuzz-corpus/$$t; echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=0 \
+	      -artifact_prefix=$(BUILD)/fuzz-crashes/$$n- \
+	      $(BUILD)/fuzz-corpus/$$t fuzz/corpus/$$t 2>$(BUILD)/fuzz-$$n.log \
+	    || { tail -40 $(BUILD)/fuzz-$$n.log; exit 1; }; \
+	  grep -E '^Done|DONE' $(BUILD)/fuzz-$$n.log | tail -1; done
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECONDS=5
+
 $(BUILD)/keyauthctl: $(BUILD)/obj/admin/keyauthctl.o $(STORE_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS)
 
@@ -97,8 +131,8 @@ e2e: all
 # Builds in parallel, then runs the suites one after the other.
 test: deps
 	$(MAKE) -j2 $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
-	  $(BUILD)/unit_tests_asan
-	$(MAKE) unit unit-asan e2e
+	  $(BUILD)/unit_tests_asan $(FUZZERS)
+	$(MAKE) unit unit-asan fuzz-short e2e
 
 run: all
 	@nginx_conf/run-demo.sh

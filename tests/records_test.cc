@@ -163,6 +163,17 @@ TEST(AccountRecord, RoundTripAndVersion) {
     EXPECT_EQ(decode_account_record(bytes.data(), 1, v), DecodeStatus::kCorrupt);
 }
 
+// Found by fuzz_records: a name longer than any writer may store decoded as
+// valid, and re-encoding it threw.
+TEST(AccountRecord, OverlongNameIsCorrupt) {
+    AccountRecord a{KA_ACCOUNT_ACTIVE, 600, 42, std::string(KA_NAME_MAX_LEN, 'n')};
+    std::string bytes = encode_account_record(a) + std::string(KA_ACCOUNT_RECORD_HEAD, 'x');
+    bytes[3] = static_cast<char>(KA_NAME_MAX_LEN + 1);  // name_len 201
+    bytes.resize(KA_ACCOUNT_RECORD_HEAD + KA_NAME_MAX_LEN + 1);
+    AccountRecordView v;
+    EXPECT_EQ(decode_account_record(bytes.data(), bytes.size(), v), DecodeStatus::kCorrupt);
+}
+
 TEST(TokenRecord, RoundTripAndVersion) {
     Id id{};
     id[0] = 9;

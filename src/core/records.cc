@@ -178,7 +178,7 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
     out.created_ms = load_le<int64_t>(p + offsetof(A, created_ms));
     size_t name_len = p[offsetof(A, name_len)];
     if ((out.status != KA_ACCOUNT_ACTIVE && out.status != KA_ACCOUNT_SUSPENDED) ||
-        len != KA_ACCOUNT_RECORD_HEAD + name_len) {
+        name_len > KA_NAME_MAX_LEN || len != KA_ACCOUNT_RECORD_HEAD + name_len) {
         return DecodeStatus::kCorrupt;
     }
     out.name = view(p + KA_ACCOUNT_RECORD_HEAD, name_len);
