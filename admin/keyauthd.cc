@@ -28,6 +28,9 @@ requests finish, then the store is closed.
 
   --db PATH       LMDB environment directory (created if missing)
   --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
+  --map-size MIB  the most the store may grow to (default 4096; the file is
+                  sparse). When it is full, creates answer 507 STORE_FULL;
+                  restart with a larger size to grow it.
 )";
 
 [[noreturn]] void usage_error(const std::string &msg) {
@@ -84,15 +87,15 @@ void serve(keyauth::ConsoleApi &api, const httplib::Request &req, httplib::Respo
 }  // namespace
 
 int main(int argc, char **argv) {
-    std::string db, listen;
+    std::string db, listen, map_mib;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "-h" || a == "--help") {
             std::fputs(kUsage, stdout);
             return 0;
         }
-        if ((a == "--db" || a == "--listen") && i + 1 < argc) {
-            (a == "--db" ? db : listen) = argv[++i];
+        if ((a == "--db" || a == "--listen" || a == "--map-size") && i + 1 < argc) {
+            (a == "--db" ? db : a == "--listen" ? listen : map_mib) = argv[++i];
         } else {
             usage_error("unknown argument \"" + a + "\"");
         }
@@ -101,6 +104,14 @@ int main(int argc, char **argv) {
     std::string host;
     int port = 0;
     if (!parse_listen(listen, host, port)) usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
+    size_t map_size = keyauth::Store::kDefaultMapSize;
+    if (!map_mib.empty()) {
+        size_t mib = 0;
+        auto [p, ec] = std::from_chars(map_mib.data(), map_mib.data() + map_mib.size(), mib);
+        if (ec != std::errc() || p != map_mib.data() + map_mib.size() || mib < 1 || mib > (1u << 20))
+            usage_error("--map-size takes MiB, from 1 to 1048576");
+        map_size = mib << 20;
+    }
 
     // Signals are taken by one thread with sigwait, so stopping is not done
     // from a signal handler.
@@ -112,7 +123,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     try {
-        keyauth::Store store(db);
+        keyauth::Store store(db, map_size);
         keyauth::ConsoleApi api(store);
         httplib::Server svr;
         // Bodies up to 64 KiB are judged by the API (413 in the JSON layout);

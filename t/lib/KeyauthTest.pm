@@ -118,7 +118,7 @@ sub start_nginx {
 sub _write_conf {
     my ($self, %o) = @_;
     my $d = $self->{dir};
-    my $user = $> == 0 ? 'user root root;' : '';
+    my $user = $> == 0 ? ($o{user} ? "user $o{user};" : 'user root root;') : '';
     my $level = $o{log_level} // 'info';
     my $http = $o{http} // '';
     my $locations = $o{locations} // '';
@@ -221,14 +221,15 @@ sub port { $_[0]{port} }
 # Starts the real keyauthd on a free loopback port; stop_keyauthd(SIGNAL)
 # stops it (TERM by default, KILL for a crash).
 sub start_keyauthd {
-    my $self = shift;
+    my ($self, %o) = @_;
+    my @extra = $o{map_size_mib} ? ('--map-size', $o{map_size_mib}) : ();
     $self->{keyauthd_port} //= free_port();
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         open STDERR, '>>', "$self->{dir}/logs/keyauthd.log" or die $!;
         open STDOUT, '>&', \*STDERR or die $!;
         exec "$ROOT/build/keyauthd", '--db', $self->{db},
-             '--listen', "127.0.0.1:$self->{keyauthd_port}";
+             '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra;
         die "exec keyauthd: $!";
     }
     $self->{keyauthd_pid} = $pid;

@@ -1,0 +1,104 @@
+# Faults around the edge: a worker killed under load, a store the workers may
+# not read, a store that fills up. The edge keeps answering, correctly.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use POSIX ();
+use Time::HiRes qw(sleep time);
+use KeyauthTest;
+
+sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
+
+subtest 'kill -9 of a worker under load' => sub {
+    my $t = KeyauthTest->new;
+    my $acc = $t->account(entitlement => 1_000_000);
+    my $key = $t->key(account => $acc->{id}, rate => 1_000_000);
+    my $slow = $t->key(account => $acc->{id}, rate => 3);
+    $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $slow->{secret}") for 1 .. 3;
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $slow->{secret}")->{status}, 429,
+        'a 3/min key is spent';
+
+    my $port = $t->port;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        my $deadline = time + 3;
+        KeyauthTest::http_request($port, GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")
+            while time < $deadline;
+        POSIX::_exit(0);
+    }
+    sleep 0.5;
+    my @before = sort $t->worker_pids;
+    is scalar @before, 2, 'two workers';
+    kill 'KILL', $before[0];
+    my @after;
+    for (1 .. 50) {
+        sleep 0.1;
+        @after = sort $t->worker_pids;
+        last if @after == 2 && !grep { $_ == $before[0] } @after;
+    }
+    waitpid $pid, 0;
+    is scalar @after, 2, 'the master started a new worker';
+    ok !(grep { $_ == $before[0] } @after), 'the killed one is gone';
+    my @st = map { $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")->{status} } 1 .. 20;
+    is_deeply \@st, [(200) x 20], 'every request after the respawn succeeds' or diag "@st";
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $slow->{secret}")->{status}, 429,
+        'the rate state in shared memory survived';
+    my $readers = qx{mdb_stat -r ${\ $t->db } 2>&1};
+    unlike $readers, qr/^\s*$before[0]\s/m, 'no reader slot of the killed worker remains'
+        or diag $readers;
+    like $t->error_log, qr/worker process $before[0] exited on signal 9/, 'nginx saw the kill';
+};
+
+subtest 'a store the workers may not read: 503, never a pass-through' => sub {
+    plan skip_all => 'needs root to run the workers as nobody' unless $> == 0;
+    my $t = KeyauthTest->new;   # its directory is 0700 root: nobody cannot enter
+    my $acc = $t->account;
+    my $key = $t->key(account => $acc->{id});
+    $t->start_nginx(user => 'nobody nogroup', locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    my $res = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
+    is $res->{status}, 503, 'status 503';
+    is code_of($res), 'AUTH_UNAVAILABLE', 'AUTH_UNAVAILABLE';
+    like $t->error_log, qr/keyauth: cannot open key store .*Permission denied/,
+        'the error log says why';
+};
+
+subtest 'the store fills up: 507 from keyauthd, the edge unaffected, then it grows' => sub {
+    my $t = KeyauthTest->new;
+    my $acc = $t->account;
+    my $early = $t->key(account => $acc->{id});
+    $t->start_keyauthd(map_size_mib => 1);
+    $t->start_nginx(locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
+    my ($created, $full) = (0, undef);
+    for (1 .. 20000) {
+        my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
+            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
+        if ($res->{status} == 201) { $created++; next }
+        $full = $res;
+        last;
+    }
+    ok $full, "the 1 MiB store filled after $created keys";
+    is $full->{status}, 507, 'status 507';
+    is code_of($full), 'STORE_FULL', 'STORE_FULL';
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $early->{secret}")->{status}, 200,
+        'keys still authenticate at the edge';
+    $t->stop_keyauthd;
+    $t->start_keyauthd(map_size_mib => 64);
+    my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
+        "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
+    is $res->{status}, 201, 'restarted with a larger map, keyauthd creates keys again';
+    my $secret = KeyauthTest::json_body($res)->{secret};
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $secret")->{status}, 200,
+        'the edge sees the new key (it adopted the larger map)';
+};
+
+done_testing;
