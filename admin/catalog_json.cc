@@ -62,8 +62,9 @@ std::vector<PlanRecord> parse_catalog(std::string_view text) {
         if (!p["popular"].is_boolean()) bad(at + ".popular", "must be true or false");
         r.popular = p["popular"].get<bool>();
         const json &order = p["sortOrder"];
-        if (!order.is_number_integer() || order.get<int64_t>() < INT32_MIN ||
-            order.get<int64_t>() > INT32_MAX)
+        if (!order.is_number_integer() ||
+            (order.is_number_unsigned() ? order.get<uint64_t>() > INT32_MAX
+                                        : order.get<int64_t>() < INT32_MIN))
             bad(at + ".sortOrder", "must be a 32-bit integer");
         r.sort_order = static_cast<int32_t>(order.get<int64_t>());
         out.push_back(std::move(r));

@@ -186,9 +186,11 @@ ConsoleResponse ConsoleApi::create_key(const Id &account, const ConsoleRequest &
         return invalid("rateLimitPerMinute", "rateLimitPerMinute must be an integer from 1 to " +
                                                  std::to_string(kMaxRatePerMinute));
     }
+    // Read before the write: once the key is committed, nothing may fail
+    // between it and the one answer that carries its secret.
+    auto acc = store_.find_account(account);
     CreatedKey made = store_.create_key(account, name.get<std::string>(), scope_list,
                                         static_cast<uint32_t>(rate.get<int64_t>()));
-    auto acc = store_.find_account(account);
     json out = key_to_json(made.key, acc ? acc->record.entitlement_rpm : 0);
     out["secret"] = made.secret;
     ConsoleResponse r = json_response(201, out);
@@ -230,8 +232,8 @@ ConsoleResponse ConsoleApi::revoke_key(const Id &account, const std::string &id_
     auto not_found = [] { return console_error(404, "KEY_NOT_FOUND", "No such key"); };
     if (!parse_id(kKeyIdPrefix, id_text, id)) return not_found();
     try {
-        KeyRecord rec = store_.revoke_key(account, id);
         auto acc = store_.find_account(account);
+        KeyRecord rec = store_.revoke_key(account, id);
         return json_response(200, key_to_json(rec, acc ? acc->record.entitlement_rpm : 0));
     } catch (const StoreError &e) {
         if (e.kind() == StoreError::Kind::kNotFound) return not_found();

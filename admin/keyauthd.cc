@@ -13,8 +13,12 @@
 #include <string>
 #include <thread>
 
+#include <atomic>
+#include <chrono>
+
 #include "console_api.h"
 #include "key_json.h"
+#include "redact.h"
 #include "store.h"
 
 namespace {
@@ -56,13 +60,19 @@ thread_local std::string t_account;
 void log_line(const httplib::Request &req, const httplib::Response &res) {
     std::string account;
     account.swap(t_account);
-    std::fprintf(stderr,
-                 "{\"ts\":\"%s\",\"remote\":\"%s\",\"method\":\"%s\",\"path\":\"%s\","
-                 "\"status\":%d%s%s%s}\n",
-                 keyauth::format_time(keyauth::wall_clock_ms()).c_str(),
-                 req.remote_addr.c_str(), req.method.c_str(), req.path.c_str(), res.status,
-                 account.empty() ? "" : ",\"account\":\"", account.c_str(),
-                 account.empty() ? "" : "\"");
+    // The path and method come from the client: escaped as JSON strings,
+    // and any secret pasted into them masked.
+    std::string path = req.path.substr(0, 512), method = req.method.substr(0, 16);
+    keyauth::redact_secrets(path.data(), path.size());
+    nlohmann::ordered_json line = {{"ts", keyauth::format_time(keyauth::wall_clock_ms())},
+                           {"remote", req.remote_addr},
+                           {"method", method},
+                           {"path", path},
+                           {"status", res.status}};
+    if (!account.empty()) line["account"] = account;
+    std::string text =
+        line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fputs(text.c_str(), stderr);
 }
 
 void serve(keyauth::ConsoleApi &api, const httplib::Request &req, httplib::Response &res) {
@@ -154,15 +164,22 @@ int main(int argc, char **argv) {
                       << "\n";
             return 1;
         }
+        std::atomic<bool> listening_over{false};
         std::thread stopper([&] {
             int sig = 0;
             sigwait(&stop_signals, &sig);
             std::fprintf(stderr, "{\"event\":\"stopping\",\"signal\":%d}\n", sig);
+            // stop() is a no-op until the server runs: a signal that comes
+            // during start-up waits for it.
+            while (!svr.is_running() && !listening_over) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
             svr.stop();
         });
         std::fprintf(stderr, "{\"event\":\"listening\",\"listen\":\"%s\",\"db\":\"%s\"}\n",
                      listen.c_str(), db.c_str());
         bool ok = svr.listen_after_bind();
+        listening_over = true;
         // listen returns once stopped; the server's pool finishes in-flight
         // requests before the store closes.
         if (stopper.joinable()) {

@@ -27,6 +27,16 @@ ngx_int_t
 ngx_http_keyauth_send_json(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *body)
 {
+    static ngx_str_t  json = ngx_string("application/json");
+
+    return ngx_http_keyauth_send(r, status, &json, body);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *content_type, ngx_str_t *body)
+{
     ngx_int_t     rc;
     ngx_buf_t    *b;
     ngx_chain_t   out;
@@ -38,8 +48,8 @@ ngx_http_keyauth_send_json(ngx_http_request_t *r, ngx_uint_t status,
 
     r->headers_out.status = status;
     r->headers_out.content_length_n = body->len;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type = *content_type;
+    r->headers_out.content_type_len = content_type->len;
     r->headers_out.content_type_lowcase = NULL;
 
     b = ngx_calloc_buf(r->pool);

@@ -10,6 +10,8 @@
 #include <ngx_http.h>
 
 /* Sends a complete response; returns what a content handler returns. */
+ngx_int_t ngx_http_keyauth_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *content_type, ngx_str_t *body);
 ngx_int_t ngx_http_keyauth_send_json(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *body);
 

@@ -2,11 +2,22 @@
 #include "core/keyauth_core.h"
 
 
+/* A log that already had a writer (syslog, memory) keeps it, behind ours. */
+typedef struct {
+    ngx_log_writer_pt   writer;
+    void               *wdata;
+} ngx_http_keyauth_wrapped_t;
+
+
 static void ngx_http_keyauth_log_writer(ngx_log_t *log, ngx_uint_t level,
     u_char *buf, size_t len);
-static void ngx_http_keyauth_redact_chain(ngx_log_t *log);
-static void ngx_http_keyauth_redact_location(ngx_http_core_loc_conf_t *clcf);
-static void ngx_http_keyauth_redact_tree(ngx_http_location_tree_node_t *node);
+static void ngx_http_keyauth_wrapped_writer(ngx_log_t *log, ngx_uint_t level,
+    u_char *buf, size_t len);
+static void ngx_http_keyauth_redact_chain(ngx_pool_t *pool, ngx_log_t *log);
+static void ngx_http_keyauth_redact_location(ngx_pool_t *pool,
+    ngx_http_core_loc_conf_t *clcf);
+static void ngx_http_keyauth_redact_tree(ngx_pool_t *pool,
+    ngx_http_location_tree_node_t *node);
 
 
 static void
@@ -31,41 +42,78 @@ ngx_http_keyauth_log_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
 
 
 static void
-ngx_http_keyauth_redact_chain(ngx_log_t *log)
+ngx_http_keyauth_wrapped_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
+    size_t len)
 {
-    /* logs with a writer of their own (syslog, memory) are left alone */
+    ngx_http_keyauth_wrapped_t  *w = log->wdata;
+
+    (void) ka_redact_secrets((char *) buf, len);
+
+    /* the original writer reads its own wdata from the log */
+    log->wdata = w->wdata;
+    w->writer(log, level, buf, len);
+    log->wdata = w;
+}
+
+
+static void
+ngx_http_keyauth_redact_chain(ngx_pool_t *pool, ngx_log_t *log)
+{
+    ngx_http_keyauth_wrapped_t  *w;
 
     for ( /* void */ ; log; log = log->next) {
-        if (log->writer == NULL && log->file != NULL) {
-            log->writer = ngx_http_keyauth_log_writer;
+
+        if (log->writer == ngx_http_keyauth_log_writer
+            || log->writer == ngx_http_keyauth_wrapped_writer)
+        {
+            continue;
         }
+
+        if (log->writer == NULL) {
+            if (log->file != NULL) {
+                log->writer = ngx_http_keyauth_log_writer;
+            }
+            continue;
+        }
+
+        w = ngx_palloc(pool, sizeof(ngx_http_keyauth_wrapped_t));
+        if (w == NULL) {
+            continue;
+        }
+
+        w->writer = log->writer;
+        w->wdata = log->wdata;
+        log->wdata = w;
+        log->writer = ngx_http_keyauth_wrapped_writer;
     }
 }
 
 
 static void
-ngx_http_keyauth_redact_tree(ngx_http_location_tree_node_t *node)
+ngx_http_keyauth_redact_tree(ngx_pool_t *pool,
+    ngx_http_location_tree_node_t *node)
 {
     if (node == NULL) {
         return;
     }
 
     if (node->exact) {
-        ngx_http_keyauth_redact_location(node->exact);
+        ngx_http_keyauth_redact_location(pool, node->exact);
     }
 
     if (node->inclusive) {
-        ngx_http_keyauth_redact_location(node->inclusive);
+        ngx_http_keyauth_redact_location(pool, node->inclusive);
     }
 
-    ngx_http_keyauth_redact_tree(node->left);
-    ngx_http_keyauth_redact_tree(node->right);
-    ngx_http_keyauth_redact_tree(node->tree);
+    ngx_http_keyauth_redact_tree(pool, node->left);
+    ngx_http_keyauth_redact_tree(pool, node->right);
+    ngx_http_keyauth_redact_tree(pool, node->tree);
 }
 
 
 static void
-ngx_http_keyauth_redact_location(ngx_http_core_loc_conf_t *clcf)
+ngx_http_keyauth_redact_location(ngx_pool_t *pool,
+    ngx_http_core_loc_conf_t *clcf)
 {
     ngx_http_core_loc_conf_t  *lx;
 
@@ -73,14 +121,14 @@ ngx_http_keyauth_redact_location(ngx_http_core_loc_conf_t *clcf)
     ngx_http_core_loc_conf_t  **clcfp;
 #endif
 
-    ngx_http_keyauth_redact_chain(clcf->error_log);
+    ngx_http_keyauth_redact_chain(pool, clcf->error_log);
 
-    ngx_http_keyauth_redact_tree(clcf->static_locations);
+    ngx_http_keyauth_redact_tree(pool, clcf->static_locations);
 
 #if (NGX_PCRE)
     if (clcf->regex_locations) {
         for (clcfp = clcf->regex_locations; *clcfp; clcfp++) {
-            ngx_http_keyauth_redact_location(*clcfp);
+            ngx_http_keyauth_redact_location(pool, *clcfp);
         }
     }
 #endif
@@ -88,7 +136,7 @@ ngx_http_keyauth_redact_location(ngx_http_core_loc_conf_t *clcf)
     if (clcf->limit_except_loc_conf) {
         lx = clcf->limit_except_loc_conf[ngx_http_core_module.ctx_index];
         if (lx != clcf) {
-            ngx_http_keyauth_redact_chain(lx->error_log);
+            ngx_http_keyauth_redact_chain(pool, lx->error_log);
         }
     }
 }
@@ -102,18 +150,18 @@ ngx_http_keyauth_redact_logs(ngx_conf_t *cf)
     ngx_http_core_loc_conf_t   *clcf, **named;
     ngx_http_core_main_conf_t  *cmcf;
 
-    ngx_http_keyauth_redact_chain(&cf->cycle->new_log);
+    ngx_http_keyauth_redact_chain(cf->pool, &cf->cycle->new_log);
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
     cscfp = cmcf->servers.elts;
 
     for (s = 0; s < cmcf->servers.nelts; s++) {
         clcf = cscfp[s]->ctx->loc_conf[ngx_http_core_module.ctx_index];
-        ngx_http_keyauth_redact_location(clcf);
+        ngx_http_keyauth_redact_location(cf->pool, clcf);
 
         if (cscfp[s]->named_locations) {
             for (named = cscfp[s]->named_locations; *named; named++) {
-                ngx_http_keyauth_redact_location(*named);
+                ngx_http_keyauth_redact_location(cf->pool, *named);
             }
         }
     }

@@ -12,6 +12,7 @@
 #include "ngx_http_keyauth_log.h"
 #include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_rate.h"
+#include "ngx_http_keyauth_status.h"
 
 
 /* A store that failed to open is retried at most this often. */
@@ -27,6 +28,8 @@ typedef enum {
 
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
+static ngx_http_keyauth_ctx_t *ngx_http_keyauth_get_ctx(ngx_http_request_t *r);
+static void ngx_http_keyauth_cleanup(void *data);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
     ka_auth_result_t *res);
 static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
@@ -71,6 +74,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
     { ngx_string("ip_lookup"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_keyauth_ip_lookup,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_keyauth_status,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -156,10 +166,12 @@ static ngx_int_t
 ngx_http_keyauth_handler(ngx_http_request_t *r)
 {
     int64_t                       now_ms;
+    ngx_int_t                     rc;
     ngx_str_t                    *value;
     ngx_uint_t                    level;
     ngx_time_t                   *tp;
     ngx_table_elt_t              *h;
+    ngx_pool_cleanup_t            *cln;
     ngx_http_keyauth_ctx_t        *ctx;
     ngx_http_keyauth_loc_conf_t   *klcf;
     ngx_http_keyauth_main_conf_t  *kmcf;
@@ -170,15 +182,31 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    /* not zeroed: the core sets what each outcome reads */
-    ctx = ngx_palloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
+    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
+
+    ctx = ngx_http_keyauth_get_ctx(r);
+
     if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        /* not zeroed: the core sets what each outcome reads */
+        ctx = ngx_palloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
+        if (ctx == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->rate_checked = 0;
+
+        /* the cleanup entry finds ctx again after an internal redirect,
+         * which clears module contexts (the realip module does the same) */
+        cln = ngx_pool_cleanup_add(r->pool, 0);
+        if (cln == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        cln->handler = ngx_http_keyauth_cleanup;
+        cln->data = ctx;
+
+        ngx_http_set_ctx(r, ctx, ngx_http_keyauth_module);
     }
-
-    ctx->rate_checked = 0;
-
-    ngx_http_set_ctx(r, ctx, ngx_http_keyauth_module);
 
     h = r->headers_in.authorization;
     value = h ? &h->value : NULL;
@@ -200,12 +228,54 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
                       ctx->auth.reason);
     }
 
-    if (ctx->auth.verdict == KA_AUTH_OK) {
-        kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
-        return ngx_http_keyauth_rate_limit(r, kmcf, ctx);
+    if (ctx->auth.verdict != KA_AUTH_OK) {
+        ngx_http_keyauth_count(kmcf, (ngx_http_keyauth_outcome_e)
+                                     ctx->auth.verdict);
+        return ngx_http_keyauth_reject(r, &ctx->auth);
     }
 
-    return ngx_http_keyauth_reject(r, &ctx->auth);
+    if (ctx->rate_checked) {
+        /* charged before an internal redirect: once is enough */
+        return NGX_OK;
+    }
+
+    rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
+
+    ngx_http_keyauth_count(kmcf, rc == NGX_OK ? NGX_HTTP_KEYAUTH_OK
+                                              : NGX_HTTP_KEYAUTH_RATE_LIMITED);
+
+    return rc;
+}
+
+
+static ngx_http_keyauth_ctx_t *
+ngx_http_keyauth_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_keyauth_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_keyauth_module);
+
+    if (ctx || !(r->internal || r->filter_finalize)) {
+        return ctx;
+    }
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_keyauth_cleanup) {
+            ctx = cln->data;
+            ngx_http_set_ctx(r, ctx, ngx_http_keyauth_module);
+            return ctx;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_keyauth_cleanup(void *data)
+{
+    /* nothing to free: the entry only marks where ctx lives */
 }
 
 
@@ -278,7 +348,9 @@ ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-    if (clcf->satisfy != NGX_HTTP_SATISFY_ALL) {
+    if (clcf->satisfy != NGX_HTTP_SATISFY_ALL
+        && res->verdict != KA_AUTH_UNAVAILABLE)
+    {
         /* "satisfy any": another access module may still let it through,
          * so leave the response to the access phase */
         return status;
@@ -367,7 +439,9 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
     case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
-        if (!ctx->auth.found) {
+        /* only for an accepted key: with "satisfy any" a refused key's
+         * account must not reach the upstream as if it had passed */
+        if (ctx->auth.verdict != KA_AUTH_OK) {
             v->len = 0;
             break;
         }
@@ -447,6 +521,10 @@ ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_cpystrn(kmcf->db_path.data, path.data, path.len + 1);
 
+    if (ngx_http_keyauth_stats_zone(cf, kmcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -511,6 +589,8 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
      *
      *     conf->db_path = { 0, NULL };
      *     conf->shm_zone = NULL;
+     *     conf->stats_zone = NULL;
+     *     conf->plans_used = 0;
      */
 
     return conf;

@@ -14,6 +14,7 @@
 typedef struct {
     ngx_str_t                 db_path;     /* NUL-terminated */
     ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: per-key rates */
+    ngx_shm_zone_t           *stats_zone;  /* outcome counters */
     ngx_uint_t                plans_used;  /* a keyauth_plans location exists */
 } ngx_http_keyauth_main_conf_t;
 
@@ -27,6 +28,9 @@ typedef struct {
 typedef struct {
     ka_auth_result_t          auth;
     ka_rate_result_t          rate;
+    /* set once the key was charged: an internal redirect (error_page,
+     * try_files) authenticates again for the new location's scopes but
+     * does not charge again */
     unsigned                  rate_checked:1;
 } ngx_http_keyauth_ctx_t;
 

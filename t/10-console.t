@@ -196,6 +196,13 @@ subtest 'secrets stay out of logs and the data file' => sub {
     like $t->keyauthd_log, qr/"method":"POST","path":"\/v1\/keys","status":201,"account":"\Q$alice->{id}\E"/,
         'keyauthd logs one line per request with the account';
     unlike $log, qr/\Q$k->{secret}\E/, 'no secret in the logs';
+    # a hostile path: quotes and a newline (percent-encoded) and a pasted secret
+    my $evil = "/v1/keys/%22%7D%0A%7B%22status%22:200,$k->{secret}/revoke";
+    is $t->request(POST => $evil, "Authorization: Bearer $a_tok")->{status}, 404, 'a hostile path: 404';
+    my @lines = grep { /"path"/ } split /\n/, $t->keyauthd_log;
+    my $last = $lines[-1];
+    ok eval { JSON::PP->new->decode($last); 1 }, 'its log line is still one valid JSON object' or diag $last;
+    unlike $t->keyauthd_log, qr/\Q$k->{secret}\E/, 'the secret pasted in a path is masked in the log';
     unlike $log, qr/\Q$a_tok\E/, 'no console token in the logs';
     open my $fh, '<:raw', $t->db . '/data.mdb' or die $!;
     my $data = do { local $/; <$fh> };

@@ -106,6 +106,15 @@ TEST(Catalog, ImportParsingIsStrictAboutPrices) {
     for (std::string bad : {"4999.5", "-1", "0", "\"4999.505\"", "\"abc\"", "true", "null"}) {
         expect_invalid([&] { parse_catalog(doc(bad)); }, "plans[0].priceInr");
     }
+    auto order = [](const std::string &n) {
+        return R"({"plans":[{"id":"a","name":"A","priceInr":1,"features":["x"],"popular":true,"sortOrder":)" +
+               n + "}]}";
+    };
+    EXPECT_EQ(parse_catalog(order("-2147483648"))[0].sort_order, INT32_MIN);
+    EXPECT_EQ(parse_catalog(order("2147483647"))[0].sort_order, INT32_MAX);
+    for (std::string bad : {"2147483648", "-2147483649", "18446744073709551615", "1.5", "\"1\""}) {
+        expect_invalid([&] { parse_catalog(order(bad)); }, "plans[0].sortOrder");
+    }
     expect_invalid([] { parse_catalog("not json"); }, "catalog");
     expect_invalid([] { parse_catalog(R"({"plans":[],"extra":1})"); }, "catalog");
     expect_invalid([] { parse_catalog(R"({"plans":{}})"); }, "plans");

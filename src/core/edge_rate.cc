@@ -19,6 +19,10 @@ int ka_rate_table_attach(void *mem, size_t size) { return RateTable::attach(mem,
 
 size_t ka_rate_table_slots(void *mem) { return static_cast<RateTable *>(mem)->slots(); }
 
+uint64_t ka_rate_table_busy_evictions(void *mem) {
+    return static_cast<RateTable *>(mem)->busy_evictions();
+}
+
 void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns,
                    const ka_lock_t *lock, ka_rate_result_t *out) {
     uint32_t rate = std::min(key->requested_rpm, key->entitlement_rpm);

@@ -128,6 +128,7 @@ typedef struct {
 int ka_rate_table_format(void *mem, size_t size);
 int ka_rate_table_attach(void *mem, size_t size);
 size_t ka_rate_table_slots(void *mem);
+uint64_t ka_rate_table_busy_evictions(void *mem);
 
 /* Charges one request of an authenticated key at its effective rate,
  * min(requested, entitlement), with a burst of the same number. */

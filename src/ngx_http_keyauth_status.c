@@ -1,0 +1,150 @@
+#include "ngx_http_keyauth_status.h"
+#include "ngx_http_keyauth_json.h"
+
+
+typedef struct {
+    ngx_atomic_t  outcomes[NGX_HTTP_KEYAUTH_OUTCOMES];
+} ngx_http_keyauth_stats_t;
+
+
+static ngx_int_t ngx_http_keyauth_init_stats_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_int_t ngx_http_keyauth_status_handler(ngx_http_request_t *r);
+
+
+static const char  *ngx_http_keyauth_outcome_names[] = {
+    "ok", "key_required", "invalid_key", "insufficient_scope",
+    "unavailable", "rate_limited"
+};
+
+
+ngx_int_t
+ngx_http_keyauth_stats_zone(ngx_conf_t *cf, ngx_http_keyauth_main_conf_t *kmcf)
+{
+    ngx_str_t  name = ngx_string("keyauth_stats");
+
+    kmcf->stats_zone = ngx_shared_memory_add(cf, &name, 8 * ngx_pagesize,
+                                             &ngx_http_keyauth_module);
+    if (kmcf->stats_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    kmcf->stats_zone->init = ngx_http_keyauth_init_stats_zone;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_init_stats_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t           *shpool;
+    ngx_http_keyauth_stats_t  *stats;
+
+    if (data) {
+        shm_zone->data = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    stats = ngx_slab_calloc(shpool, sizeof(ngx_http_keyauth_stats_t));
+    if (stats == NULL) {
+        return NGX_ERROR;
+    }
+
+    shpool->data = stats;
+    shm_zone->data = stats;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_keyauth_count(ngx_http_keyauth_main_conf_t *kmcf,
+    ngx_http_keyauth_outcome_e outcome)
+{
+    ngx_http_keyauth_stats_t  *stats;
+
+    stats = kmcf->stats_zone->data;
+    (void) ngx_atomic_fetch_add(&stats->outcomes[outcome], 1);
+}
+
+
+char *
+ngx_http_keyauth_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_keyauth_status_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_status_handler(ngx_http_request_t *r)
+{
+    u_char                        *p;
+    size_t                         size;
+    ngx_int_t                      rc;
+    ngx_str_t                      body;
+    ngx_uint_t                     i;
+    ngx_http_keyauth_stats_t      *stats;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    static ngx_str_t  type = ngx_string("text/plain; version=0.0.4");
+
+    rc = ngx_http_keyauth_get_only(r);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
+
+    size = 512 + NGX_HTTP_KEYAUTH_OUTCOMES * (64 + NGX_ATOMIC_T_LEN)
+           + 512 + 2 * NGX_INT64_LEN;
+
+    body.data = ngx_pnalloc(r->pool, size);
+    if (body.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(body.data,
+            "# HELP keyauth_requests_total Requests checked by keyauth, "
+            "by outcome.\n"
+            "# TYPE keyauth_requests_total counter\n");
+
+    stats = kmcf->stats_zone ? kmcf->stats_zone->data : NULL;
+
+    for (i = 0; stats && i < NGX_HTTP_KEYAUTH_OUTCOMES; i++) {
+        p = ngx_sprintf(p, "keyauth_requests_total{outcome=\"%s\"} %uA\n",
+                        ngx_http_keyauth_outcome_names[i],
+                        stats->outcomes[i]);
+    }
+
+    if (kmcf->shm_zone && kmcf->shm_zone->data) {
+        p = ngx_sprintf(p,
+                "# HELP keyauth_rate_zone_slots Keys the keyauth_zone can "
+                "hold.\n"
+                "# TYPE keyauth_rate_zone_slots gauge\n"
+                "keyauth_rate_zone_slots %uz\n"
+                "# HELP keyauth_rate_zone_busy_evictions_total Live rate "
+                "states reused because the zone was full.\n"
+                "# TYPE keyauth_rate_zone_busy_evictions_total counter\n"
+                "keyauth_rate_zone_busy_evictions_total %uL\n",
+                ka_rate_table_slots(kmcf->shm_zone->data),
+                (uint64_t) ka_rate_table_busy_evictions(
+                                                    kmcf->shm_zone->data));
+    }
+
+    body.len = p - body.data;
+
+    return ngx_http_keyauth_send(r, NGX_HTTP_OK, &type, &body);
+}

@@ -1,0 +1,31 @@
+/*
+ * keyauth_status: Prometheus text metrics. Outcome counters live in a small
+ * shared zone of their own, so every worker adds to the same numbers and they
+ * survive reloads.
+ */
+#ifndef NGX_HTTP_KEYAUTH_STATUS_H
+#define NGX_HTTP_KEYAUTH_STATUS_H
+
+#include "ngx_http_keyauth_module.h"
+
+/* The first five follow ka_verdict_e, so a verdict counts as itself. */
+typedef enum {
+    NGX_HTTP_KEYAUTH_OK = 0,
+    NGX_HTTP_KEYAUTH_KEY_REQUIRED,
+    NGX_HTTP_KEYAUTH_KEY_INVALID,
+    NGX_HTTP_KEYAUTH_SCOPE_MISSING,
+    NGX_HTTP_KEYAUTH_UNAVAILABLE,
+    NGX_HTTP_KEYAUTH_RATE_LIMITED,
+    NGX_HTTP_KEYAUTH_OUTCOMES
+} ngx_http_keyauth_outcome_e;
+
+/* From keyauth_db: adds the counters' zone. */
+ngx_int_t ngx_http_keyauth_stats_zone(ngx_conf_t *cf,
+    ngx_http_keyauth_main_conf_t *kmcf);
+
+void ngx_http_keyauth_count(ngx_http_keyauth_main_conf_t *kmcf,
+    ngx_http_keyauth_outcome_e outcome);
+
+char *ngx_http_keyauth_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+#endif /* NGX_HTTP_KEYAUTH_STATUS_H */
