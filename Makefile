@@ -37,7 +37,16 @@ APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libss
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libcpp-httplib-dev perl curl wrk clang libclang-rt-14-dev
 
-.PHONY: all deps module test unit unit-asan e2e run bench fuzz fuzz-short clean
+.PHONY: all deps module test unit unit-asan e2e e2e-asan run bench fuzz fuzz-short clean
+
+# The whole end-to-end suite again against an ASan+UBSan build of the module
+# (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
+ASAN_DIR     := $(BUILD)/asan
+NGX_ASAN     := $(CURDIR)/$(BUILD)/nginx-asan
+SAN_CC_OPT   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=all -fPIC -Wextra
+SAN_TOOLS    := $(ASAN_DIR)/keyauthctl $(ASAN_DIR)/keyauthd
+SAN_LIB_OBJS := $(CORE_SRCS:%.cc=$(BUILD)/san/%.o) $(STORE_SRCS:%.cc=$(BUILD)/san/%.o)
 
 # libFuzzer targets (clang): every parser that sees untrusted bytes.
 FUZZ_CXX     := clang++
@@ -105,6 +114,27 @@ fuzz: deps $(FUZZERS)
 
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=5
+
+$(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS)
+	@mkdir -p $(NGX_ASAN) $(ASAN_DIR)
+	@source $(NGX_SRC)/conf_flags && cd $(NGX_SRC) && \
+	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(SAN_CC_OPT)" \
+	    --with-ld-opt="-fsanitize=address,undefined" --add-dynamic-module=$(CURDIR) \
+	    --builddir=$(NGX_ASAN) > $(NGX_ASAN)/configure.log 2>&1 \
+	  || { cat $(NGX_ASAN)/configure.log; exit 1; }
+	$(MAKE) -s -f $(NGX_ASAN)/Makefile -C $(NGX_SRC) modules
+	cp $(NGX_ASAN)/ngx_http_keyauth_module.so $@
+
+$(ASAN_DIR)/keyauthctl: $(BUILD)/san/admin/keyauthctl.o $(SAN_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS)
+
+$(ASAN_DIR)/keyauthd: $(BUILD)/san/admin/keyauthd.o $(SAN_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -lcpp-httplib -pthread
+
+e2e-asan: deps $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
+	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
 
 $(BUILD)/keyauthctl: $(BUILD)/obj/admin/keyauthctl.o $(STORE_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS)

@@ -30,6 +30,34 @@ bool exists(const std::string &path) {
     return ::stat(path.c_str(), &st) == 0;
 }
 
+// A write transaction. Unlike lmdb::txn, it forgets its handle when commit
+// fails: LMDB has already aborted and freed the transaction then (MDB_MAP_FULL
+// at commit, for one), and aborting it again is a double free.
+class WriteTxn {
+public:
+    explicit WriteTxn(MDB_env *env) {
+        int rc = mdb_txn_begin(env, nullptr, 0, &txn_);
+        if (rc != 0) lmdb::error::raise("mdb_txn_begin", rc);
+    }
+    ~WriteTxn() {
+        if (txn_ != nullptr) mdb_txn_abort(txn_);
+    }
+    WriteTxn(const WriteTxn &) = delete;
+    WriteTxn &operator=(const WriteTxn &) = delete;
+
+    operator MDB_txn *() const noexcept { return txn_; }
+
+    void commit() {
+        MDB_txn *txn = txn_;
+        txn_ = nullptr;
+        int rc = mdb_txn_commit(txn);
+        if (rc != 0) lmdb::error::raise("mdb_txn_commit", rc);
+    }
+
+private:
+    MDB_txn *txn_ = nullptr;
+};
+
 lmdb::val val_of(const void *p, size_t n) { return lmdb::val(p, n); }
 lmdb::val val_of(std::string_view s) { return lmdb::val(s.data(), s.size()); }
 
@@ -178,7 +206,7 @@ Store::Store(const std::string &path, size_t map_size)
     int dead = 0;
     mdb_reader_check(env_.handle(), &dead);
 
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     keys_by_hash_ = lmdb::dbi::open(txn, KA_DB_KEYS_BY_HASH, MDB_CREATE);
     keys_ = lmdb::dbi::open(txn, KA_DB_KEYS, MDB_CREATE);
     account_keys_ = lmdb::dbi::open(txn, KA_DB_ACCOUNT_KEYS, MDB_CREATE);
@@ -225,7 +253,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
     out.console_token = generate_secret(kConsoleTokenPrefix);
     Digest token_hash = sha256(out.console_token);
 
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     std::string rec = encode_account_record(out.account.record);
     lmdb::val k = val_of(out.account.id.data(), out.account.id.size()), v = val_of(rec);
     if (!accounts_.put(txn, k, v, MDB_NOOVERWRITE))
@@ -258,7 +286,7 @@ std::vector<Account> Store::list_accounts() {
 
 Account Store::set_entitlement(const Id &id, uint32_t entitlement_rpm) {
     validate_rate(entitlement_rpm, "entitlement");
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     auto acc = find_account_in(txn, id);
     if (!acc)
         throw StoreError(StoreError::Kind::kNotFound, "account",
@@ -297,7 +325,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view n
     validate_scopes(scopes);
     validate_rate(requested_rpm, "rateLimitPerMinute");
     if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     if (!find_account_in(txn, account))
         throw StoreError(StoreError::Kind::kNotFound, "account",
                          "no account " + id_to_string(kAccountIdPrefix, account));
@@ -378,7 +406,7 @@ KeyPage Store::list_keys(const Id &account, size_t limit, const std::optional<Id
 
 void Store::import_plans(const std::vector<PlanRecord> &plans) {
     validate_catalog(plans);
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     lmdb::dbi_drop(txn, plans_.handle(), false);  // empty it, keep the handle
     for (const auto &p : plans) {
         std::string rec = encode_plan_record(p);
@@ -428,7 +456,7 @@ FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro) {
         invalid("rate", "the rate must be a positive decimal of at most 1000000 INR per USD");
     FxRecord rec{inr_per_usd_micro, clock_()};
     std::string encoded = encode_fx_record(rec);
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     std::string_view name = KA_META_FX_USD_INR;
     lmdb::val k = val_of(name), v = val_of(encoded);
     meta_.put(txn, k, v);
@@ -448,7 +476,7 @@ std::optional<FxRecord> Store::exchange_rate() {
 }
 
 KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id) {
-    auto txn = lmdb::txn::begin(env_.handle());
+    WriteTxn txn(env_.handle());
     auto rec = find_key_in(txn, key_id);
     if (!rec || (owner && rec->account_id != *owner))
         throw StoreError(StoreError::Kind::kNotFound, "id",

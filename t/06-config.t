@@ -7,7 +7,7 @@ use Test::More;
 use KeyauthTest;
 
 my $t = KeyauthTest->new;
-my $module = KeyauthTest::root() . '/build/ngx_http_keyauth_module.so';
+my $module = KeyauthTest::module_path();
 my $db = $t->db;
 
 sub nginx_t {
@@ -16,8 +16,11 @@ sub nginx_t {
     open my $fh, '>', $conf or die $!;
     print $fh "load_module $module;\nevents {}\nhttp {\n$http\n}\n";
     close $fh;
-    my $out = qx{nginx -t -p ${\ $t->dir } -c $conf -e ${\ $t->dir }/logs/t.log 2>&1};
-    return ($? >> 8, $out, $conf);
+    my ($out, $rc) = KeyauthTest::with_nginx_env($t->dir, sub {
+        my $o = qx{nginx -t -p ${\ $t->dir } -c $conf -e ${\ $t->dir }/logs/t.log 2>&1};
+        return ($o, $? >> 8);
+    });
+    return ($rc, $out, $conf);
 }
 
 my @bad = (

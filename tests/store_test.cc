@@ -184,3 +184,29 @@ TEST_F(StoreTest, ReopeningKeepsEverything) {
     EXPECT_TRUE(again.find_key(k.key_id));
     EXPECT_EQ(again.list_accounts().size(), 1u);
 }
+
+// Found by the sanitizer end-to-end run: when a commit failed with
+// MDB_MAP_FULL, the transaction was aborted twice (a double free).
+TEST(StoreFull, MapFullIsAnErrorAndTheStoreStaysUsable) {
+    TempDir dir;
+    Store store(dir.sub("db"), size_t{1} << 20);
+    Id acc = store.create_account("a", 10).account.id;
+    bool full = false;
+    size_t made = 0;
+    for (int i = 0; i < 100000 && !full; i++) {
+        try {
+            store.create_key(acc, "k", {"ip:read"}, 10);
+            made++;
+        } catch (const lmdb::map_full_error &) {
+            full = true;
+        }
+    }
+    EXPECT_TRUE(full);
+    EXPECT_GT(made, 100u);
+    EXPECT_EQ(store.list_keys(acc, 1000, std::nullopt).keys.size(), std::min<size_t>(made, 1000));
+    // Later writes fail the same clean way (or fit in pages the failed one freed).
+    try {
+        store.create_key(acc, "k", {"ip:read"}, 10);
+    } catch (const lmdb::map_full_error &) {
+    }
+}
