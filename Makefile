@@ -161,8 +161,8 @@ e2e: all
 # Builds in parallel, then runs the suites one after the other.
 test: deps
 	$(MAKE) -j2 $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
-	  $(BUILD)/unit_tests_asan $(FUZZERS)
-	$(MAKE) unit unit-asan fuzz-short e2e
+	  $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
+	$(MAKE) unit unit-asan fuzz-short e2e e2e-asan
 
 run: all
 	@nginx_conf/run-demo.sh
