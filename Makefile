@@ -37,7 +37,7 @@ APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libss
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libcpp-httplib-dev perl curl wrk clang libclang-rt-14-dev
 
-.PHONY: all deps module test unit unit-asan e2e e2e-asan run bench fuzz fuzz-short clean
+.PHONY: all deps module test unit unit-asan e2e e2e-asan soak run bench fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -166,6 +166,10 @@ test: deps
 
 run: all
 	@nginx_conf/run-demo.sh
+
+# Not part of make test: SOAK_SECONDS (600) of load with keys churning.
+soak: all
+	SOAK_SECONDS=$${SOAK_SECONDS:-600} prove -v soak/
 
 bench: all
 	@bench/run.sh

@@ -1,0 +1,102 @@
+# make soak: SOAK_SECONDS (600) of load on the edge while keys are created,
+# used and revoked through keyauthd. Checks: no failed request, revocations
+# effective on the next request, rate-limit accuracy within 2%, and no growth
+# of memory or file descriptors in the nginx workers or keyauthd. Loopback
+# only; it stops by itself.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../t/lib";
+use Test::More;
+use POSIX ();
+use Time::HiRes qw(time sleep);
+use KeyauthTest;
+
+my $seconds = $ENV{SOAK_SECONDS} // 600;
+my ($wrk) = grep { -x } map { "$_/wrk" } split /:/, $ENV{PATH};
+BAIL_OUT('wrk is not installed: run make deps') unless $wrk;
+
+my $t = KeyauthTest->new;
+my $acc = $t->account(entitlement => 10_000_000);
+my $limited = $t->key(account => $acc->{id}, rate => 60_000);   # 1000/s
+$t->start_keyauthd;
+$t->start_nginx(http => 'keyauth_zone keys:8m;' . "\n" . $t->console_http,
+                locations => $t->console_locations . <<'LOC');
+        access_log off;
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+
+sub rss_kb {
+    my $pid = shift;
+    open my $fh, '<', "/proc/$pid/status" or return 0;
+    while (my $line = <$fh>) { return $1 if $line =~ /^VmRSS:\s+(\d+)/ }
+    return 0;
+}
+sub fds { my $pid = shift; my @f = glob "/proc/$pid/fd/*"; scalar @f }
+sub sample {
+    my @pids = ($t->worker_pids, $t->{keyauthd_pid});
+    return { map { $_ => [rss_kb($_), fds($_)] } @pids };
+}
+
+# 1. load: the rate-limited key as fast as wrk can go, for the whole soak
+my $out = $t->dir . '/wrk.out';
+my $load = fork // die;
+if ($load == 0) {
+    exec "$wrk -t1 -c16 -d${seconds}s -s $FindBin::Bin/../t/wrk/count_status.lua "
+       . "http://127.0.0.1:${\ $t->port } -- $limited->{secret} /v1/ip/8.8.8.8 > $out 2>&1";
+}
+
+# 2. churn: create a key through the console API, use it, revoke it, use it again
+my $churn_out = $t->dir . '/churn.out';
+my $churn = fork // die;
+if ($churn == 0) {
+    my ($rounds, $bad) = (0, 0);
+    my $deadline = time + $seconds - 2;
+    my $body = '{"name":"soak","scopes":["ip:read"],"rateLimitPerMinute":100}';
+    while (time < $deadline) {
+        my $made = $t->request(POST => '/v1/keys', "Authorization: Bearer $acc->{consoleToken}",
+                               'Content-Type: application/json', \$body);
+        my $k = KeyauthTest::json_body($made) or do { $bad++; next };
+        my $use = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $k->{secret}")->{status};
+        my $rev = $t->request(POST => "/v1/keys/$k->{id}/revoke", "Authorization: Bearer $acc->{consoleToken}")->{status};
+        my $after = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $k->{secret}")->{status};
+        $bad++ unless $made->{status} == 201 && $use == 200 && $rev == 200 && $after == 401;
+        $rounds++;
+    }
+    open my $fh, '>', $churn_out or die;
+    print $fh "$rounds $bad\n";
+    close $fh;
+    POSIX::_exit(0);
+}
+
+# 3. samples: after a warm-up, then at the end
+sleep(($seconds < 60 ? $seconds / 4 : 30));
+my $first = sample();
+sleep 1 while kill 0, $churn and waitpid($churn, POSIX::WNOHANG()) == 0;
+my $last = sample();
+diag "samples: " . join(", ", map { "$_=@{$first->{$_}}" } sort keys %$first) . " / " . join(", ", map { "$_=@{$last->{$_}}" } sort keys %$last);
+waitpid $load, 0;
+
+open my $fh, '<', $churn_out or die "no churn result";
+my ($rounds, $bad) = split ' ', <$fh>;
+cmp_ok $rounds, '>', 10, "$rounds create-use-revoke rounds";
+is $bad, 0, 'every round: 201, 200, revoke 200, then 401 on the very next request';
+
+my $w = do { local (@ARGV, $/) = ($out); <> } // '';
+my ($ok, $limited_n, $other, $us) = $w =~ /RESULT ok=(\d+) limited=(\d+) other=(\d+) duration_us=(\d+)/
+    or BAIL_OUT("wrk gave no result: $w");
+is $other, 0, "load: $ok admitted, $limited_n limited, no other status";
+my $expected = 60_000 + 1000 * $us / 1e6;
+my $err = abs($ok - $expected) / (1000 * $us / 1e6);
+cmp_ok $err, '<=', 0.02, sprintf('rate accuracy over %.0f s: off by %.2f%%', $us / 1e6, 100 * $err);
+
+for my $pid (sort keys %$first) {
+    next unless $last->{$pid};
+    my ($r0, $f0) = @{ $first->{$pid} };
+    my ($r1, $f1) = @{ $last->{$pid} };
+    my $what = $pid == $t->{keyauthd_pid} ? 'keyauthd' : "worker $pid";
+    cmp_ok $r1 - $r0, '<', 8 * 1024, "$what: RSS $r0 kB -> $r1 kB";
+    cmp_ok $f1 - $f0, '<=', 4, "$what: fds $f0 -> $f1";
+}
+
+done_testing;
