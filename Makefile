@@ -82,7 +82,8 @@ $(MODULE): $(NGX_DEPS)
 	    --builddir=$(NGX_BUILD) > $(NGX_BUILD)/configure.log 2>&1 \
 	  || { cat $(NGX_BUILD)/configure.log; exit 1; }
 	$(MAKE) -s -f $(NGX_BUILD)/Makefile -C $(NGX_SRC) modules
-	cp $(NGX_BUILD)/ngx_http_keyauth_module.so $@
+	@# a new inode: a running nginx keeps its mapping of the old module
+	cp $(NGX_BUILD)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/obj/%.o: %.cc $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -123,7 +124,7 @@ $(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS)
 	    --builddir=$(NGX_ASAN) > $(NGX_ASAN)/configure.log 2>&1 \
 	  || { cat $(NGX_ASAN)/configure.log; exit 1; }
 	$(MAKE) -s -f $(NGX_ASAN)/Makefile -C $(NGX_SRC) modules
-	cp $(NGX_ASAN)/ngx_http_keyauth_module.so $@
+	cp $(NGX_ASAN)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
 $(ASAN_DIR)/keyauthctl: $(BUILD)/san/admin/keyauthctl.o $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)

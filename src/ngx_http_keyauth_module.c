@@ -392,6 +392,23 @@ ngx_http_keyauth_edge(ngx_log_t *log)
 }
 
 
+ngx_uint_t
+ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data)
+{
+    if (data) {
+        shm_zone->data = data;
+        return 1;
+    }
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = ((ngx_slab_pool_t *) shm_zone->shm.addr)->data;
+        return 1;
+    }
+
+    return 0;
+}
+
+
 void
 ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail)
 {

@@ -42,6 +42,11 @@ extern ngx_module_t  ngx_http_keyauth_module;
  * second); NULL while the store cannot be opened. */
 ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
 
+/* For a shared zone's init: true (and shm_zone->data set) when the zone
+ * already holds our data, from the previous cycle (data) or from an
+ * existing mapping; its data pointer is kept in the slab pool's data. */
+ngx_uint_t ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data);
+
 /* What follows the location's prefix in the (decoded) URI, without its
  * leading "/": the {id} of /api/plans/{id}, the {ip_address} of
  * /v1/ip/{ip_address}. Empty when nothing follows. */

@@ -80,18 +80,12 @@ ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     void             *table;
     ngx_slab_pool_t  *shpool;
 
-    if (data) {
+    if (ngx_http_keyauth_zone_reused(shm_zone, data)) {
         /* reload with the same zone: the rate state carries on */
-        shm_zone->data = data;
         return NGX_OK;
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        shm_zone->data = shpool->data;
-        return NGX_OK;
-    }
 
     size = sizeof(" in keyauth_zone \"\"") + shm_zone->shm.name.len;
 

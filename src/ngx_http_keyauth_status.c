@@ -41,17 +41,11 @@ ngx_http_keyauth_init_stats_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_slab_pool_t           *shpool;
     ngx_http_keyauth_stats_t  *stats;
 
-    if (data) {
-        shm_zone->data = data;
+    if (ngx_http_keyauth_zone_reused(shm_zone, data)) {
         return NGX_OK;
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        shm_zone->data = shpool->data;
-        return NGX_OK;
-    }
 
     stats = ngx_slab_calloc(shpool, sizeof(ngx_http_keyauth_stats_t));
     if (stats == NULL) {
