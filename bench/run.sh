@@ -46,6 +46,7 @@ DB_BIG=$W/db-big; B=$(account "$DB_BIG")
 } > "$W/native-map.conf"
 
 P_RET=$(port); P_KA=$(port); P_NAT=$(port); P_AR=$(port); P_VER=$(port); P_PL=$(port); P_ST=$(port); P_BIG=$(port)
+P_NOLIM=$(port)
 mkdir -p "$W/logs" "$W/html"
 
 cat > "$W/nginx.conf" <<CONF
@@ -107,9 +108,15 @@ http {
 }
 CONF
 
+# and one without keyauth_zone: the same check with no rate limit
+sed -e "s|$DB_BIG|$DB|" -e "s|nginx-big.pid|nginx-nolim.pid|" -e "s|error-big.log|error-nolim.log|" \
+    -e "s|listen 127.0.0.1:$P_BIG;|listen 127.0.0.1:$P_NOLIM;|" -e "/keyauth_zone/d" \
+    "$W/nginx-big.conf" > "$W/nginx-nolim.conf"
+
 nginx -p "$W" -c "$W/nginx.conf" -e "$W/logs/error.log"
 nginx -p "$W" -c "$W/nginx-big.conf" -e "$W/logs/error-big.log"
-[ -n "${BENCH_KEEP:-}" ] || trap 'nginx -p "$W" -c "$W/nginx.conf" -s stop 2>/dev/null || true; nginx -p "$W" -c "$W/nginx-big.conf" -s stop 2>/dev/null || true; rm -rf "$W"' EXIT
+nginx -p "$W" -c "$W/nginx-nolim.conf" -e "$W/logs/error-nolim.log" 2>/dev/null
+[ -n "${BENCH_KEEP:-}" ] || trap 'for c in nginx nginx-big nginx-nolim; do nginx -p "$W" -c "$W/$c.conf" -s stop 2>/dev/null || true; done; rm -rf "$W"' EXIT
 sleep 0.5
 curl -s "http://127.0.0.1:$P_PL/api/plans" > "$W/html/plans.json"
 
@@ -123,6 +130,7 @@ add() { URL[$1]=$2; HDR[$1]=${3:-}; SCRIPT[$1]=${4:-}; STATUS[$1]=${5:-200}; NAM
 NAMES=()
 add "return 200 (baseline)"       "http://127.0.0.1:$P_RET/v1/ip/8.8.8.8"
 add "keyauth: key+scope+limit"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
+add "keyauth: key+scope, no limit" "http://127.0.0.1:$P_NOLIM/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "auth_request to verifier"    "http://127.0.0.1:$P_AR/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
 add "/api/plans"                  "http://127.0.0.1:$P_PL/api/plans"
