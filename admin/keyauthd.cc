@@ -139,6 +139,9 @@ int main(int argc, char **argv) {
         // Bodies up to 64 KiB are judged by the API (413 in the JSON layout);
         // anything far larger is cut off by the server itself.
         svr.set_payload_max_length(4 * keyauth::ConsoleApi::kMaxBody);
+        // Headers and body go out in separate writes: without TCP_NODELAY,
+        // Nagle and delayed ACKs add ~40 ms to every keep-alive answer.
+        svr.set_tcp_nodelay(true);
         svr.set_read_timeout(10, 0);
         svr.set_write_timeout(10, 0);
         // Every path and method goes to the API, which owns 404 and 405.
