@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "catalog_json.h"
+#include "doctor.h"
 #include "key_json.h"
 #include "money.h"
 #include "store.h"
@@ -42,6 +43,9 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
   fx set RATE
         the exchange rate, INR per USD: a positive decimal, at most 6 decimals
   fx show
+  doctor [--user USER]
+        check the store without changing it: schema, permissions, map usage,
+        and whether USER (the nginx worker user) can use it; exit 1 on a failure
 
   --db PATH   the LMDB environment directory (or $KEYAUTH_DB); created if missing
   --json      machine-readable output
@@ -282,6 +286,24 @@ int main(int argc, char **argv) {
         if (a.words.empty()) throw UsageError("no command");
         if (db.empty()) throw UsageError("no --db PATH (or $KEYAUTH_DB)");
         const std::string &group = a.words[0];
+        if (group == "doctor") {
+            // before anything opens (and so creates) the store
+            auto findings = keyauth::diagnose(db, a.opt("user"));
+            json arr = json::array();
+            std::string text;
+            bool failed = false;
+            for (const auto &f : findings) {
+                const char *level = f.level == keyauth::Finding::Level::kOk     ? "ok"
+                                    : f.level == keyauth::Finding::Level::kWarn ? "warn"
+                                                                                : "fail";
+                failed = failed || f.level == keyauth::Finding::Level::kFail;
+                arr.push_back({{"level", level}, {"message", f.message}});
+                text += std::string(level) + (f.level == keyauth::Finding::Level::kOk ? "    " : "  ") +
+                        f.message + "\n";
+            }
+            print(as_json, json{{"findings", arr}}, text);
+            return failed ? 1 : 0;
+        }
         if (group != "account" && group != "key" && group != "init" && group != "plans" &&
             group != "fx")
             throw UsageError("unknown command \"" + group + "\"");
