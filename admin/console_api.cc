@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <set>
 
@@ -95,6 +96,11 @@ ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
     } catch (const lmdb::map_full_error &) {
         return console_error(507, "STORE_FULL",
                              "The key store is full; the operator must grow its map size");
+    } catch (const lmdb::error &e) {
+        if (e.code() == ENOSPC) {
+            return console_error(507, "STORE_FULL",
+                                 "The disk holding the key store is full; nothing was written");
+        }
     } catch (...) {
     }
     try {

@@ -101,4 +101,51 @@ LOC
         'the edge sees the new key (it adopted the larger map)';
 };
 
+subtest 'the disk fills up: 507, nothing half-written, the edge unaffected' => sub {
+    plan skip_all => 'needs root to mount a small tmpfs' unless $> == 0;
+    my $t = KeyauthTest->new;
+    my $mnt = $t->dir . '/small';
+    mkdir $mnt or die $!;
+    system('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', $mnt) == 0
+        or plan skip_all => 'cannot mount a tmpfs here';
+    $t->{db} = "$mnt/db";
+    my $acc = $t->account;
+    my $early = $t->key(account => $acc->{id});
+    $t->start_keyauthd;
+    $t->start_nginx(locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
+    my ($created, $full) = (0, undef);
+    for (1 .. 20000) {
+        my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
+            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
+        if ($res->{status} == 201) { $created++; next }
+        $full = $res;
+        last;
+    }
+    ok $full, "the 1 MiB filesystem filled after $created keys";
+    is $full && $full->{status}, 507, 'status 507';
+    is code_of($full), 'STORE_FULL', 'STORE_FULL';
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $early->{secret}")->{status}, 200,
+        'keys still authenticate at the edge';
+    system('mount', '-o', 'remount,size=16m', $mnt);
+    my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
+        "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
+    is $res->{status}, 201, 'with room again, keyauthd creates keys without a restart';
+    my ($count, $cursor, $rc, $page) = (0, undef);
+    for (1 .. 100) {
+        ($rc, $page) = $t->ctl_raw('key', 'list', '--account', $acc->{id}, '--limit', 1000,
+                                   $cursor ? ('--cursor', $cursor) : ());
+        last if $rc != 0;
+        $count += @{ $page->{keys} };
+        $cursor = $page->{nextCursor} or last;
+    }
+    is $rc, 0, 'the store opens cleanly';
+    is $count, $created + 2, 'every acknowledged key is there, and no other';
+    $t->stop_keyauthd;
+    $t->stop_nginx;
+    system('umount', $mnt);
+};
+
 done_testing;
