@@ -28,6 +28,10 @@ my $ASAN = ($ENV{KEYAUTH_BUILD} // '') =~ /asan/;
 my $ASAN_RUNTIME = $ASAN ? do { my $p = `gcc -print-file-name=libasan.so`; chomp $p; $p } : '';
 my @REPORT_DIRS;
 
+# By absolute path: a binary upgrade (USR2) re-executes argv[0] as given.
+my ($NGINX) = grep { -x } map { "$_/nginx" } split(/:/, $ENV{PATH} // ''), '/usr/sbin';
+sub nginx_bin { $NGINX }
+
 # Live instances, stopped before File::Temp removes their directories (END
 # blocks run last-defined first, and this one is defined after File::Temp's).
 my @LIVE;
@@ -137,7 +141,7 @@ sub start_nginx {
         $self->_write_conf(%o);
         # nginx frees nothing at exit by design: no leak checks for it
         my $rc = with_nginx_env($self->{dir}, sub {
-            system('nginx', '-p', $self->{dir}, '-c', "$self->{dir}/nginx.conf",
+            system($NGINX, '-p', $self->{dir}, '-c', "$self->{dir}/nginx.conf",
                    '-e', "$self->{dir}/logs/error.log");
         });
         if ($rc == 0 && $self->_wait_port($self->{port})) {
@@ -159,10 +163,13 @@ sub _write_conf {
     my $locations = $o{locations} // '';
     my $db = exists $o{db} ? $o{db} : $self->{db};
     my $db_line = defined $db ? "keyauth_db $db;" : '';
+    # a binary upgrade re-executes nginx with only the variables "env" names
+    my $env_lines = $ASAN ? "env LD_PRELOAD;\nenv ASAN_OPTIONS;" : '';
     open my $fh, '>', "$d/nginx.conf" or die $!;
     print $fh <<"CONF";
 load_module $self->{module};
 $user
+$env_lines
 worker_processes $self->{workers};
 error_log $d/logs/error.log $level;
 pid $d/nginx.pid;
@@ -214,7 +221,7 @@ sub pid {
 sub signal_nginx {
     my ($self, $sig) = @_;
     return with_nginx_env($self->{dir}, sub {
-        system('nginx', '-p', $self->{dir}, '-c', "$self->{dir}/nginx.conf",
+        system($NGINX, '-p', $self->{dir}, '-c', "$self->{dir}/nginx.conf",
                '-e', "$self->{dir}/logs/error.log", '-s', $sig) == 0;
     });
 }
