@@ -84,6 +84,7 @@ ConsoleResponse console_error(int status, const std::string &code, const std::st
 }
 
 ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
+    std::string detail;
     try {
         return route(req);
     } catch (const StoreError &e) {
@@ -97,14 +98,24 @@ ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
         return console_error(507, "STORE_FULL",
                              "The key store is full; the operator must grow its map size");
     } catch (const lmdb::error &e) {
-        if (e.code() == ENOSPC) {
-            return console_error(507, "STORE_FULL",
-                                 "The disk holding the key store is full; nothing was written");
+        // A full disk shows as ENOSPC, or as EIO when LMDB's write came up
+        // short; either way the transaction was not committed.
+        if (e.code() == ENOSPC || e.code() == EIO) {
+            ConsoleResponse r = console_error(
+                507, "STORE_FULL", "The disk holding the key store is full; nothing was written");
+            r.internal_error = e.what();
+            return r;
         }
+        detail = e.what();
+    } catch (const std::exception &e) {
+        detail = e.what();
     } catch (...) {
+        detail = "unknown exception";
     }
     try {
-        return console_error(500, "INTERNAL_ERROR", "The request could not be completed");
+        ConsoleResponse r = console_error(500, "INTERNAL_ERROR", "The request could not be completed");
+        r.internal_error = detail;
+        return r;
     } catch (...) {
         ConsoleResponse r;
         r.status = 500;

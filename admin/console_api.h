@@ -29,6 +29,7 @@ struct ConsoleResponse {
     std::string body;  // JSON
     std::vector<std::pair<std::string, std::string>> headers;
     std::string account;  // the authenticated account id, for the access log
+    std::string internal_error;  // for the daemon's log, never sent
 };
 
 class ConsoleApi {

@@ -54,12 +54,14 @@ bool parse_listen(const std::string &spec, std::string &host, int &port) {
 // The account a request authenticated as, handed from the handler to the
 // logger, which httplib runs on the same thread right after it.
 thread_local std::string t_account;
+thread_local std::string t_error;  // an internal error's detail, logged only
 
 // One line per request; never the body, the Authorization header or a query
 // string (a cursor is harmless, but the rule is simpler without exceptions).
 void log_line(const httplib::Request &req, const httplib::Response &res) {
-    std::string account;
+    std::string account, error;
     account.swap(t_account);
+    error.swap(t_error);
     // The path and method come from the client: escaped as JSON strings,
     // and any secret pasted into them masked.
     std::string path = req.path.substr(0, 512), method = req.method.substr(0, 16);
@@ -70,6 +72,10 @@ void log_line(const httplib::Request &req, const httplib::Response &res) {
                            {"path", path},
                            {"status", res.status}};
     if (!account.empty()) line["account"] = account;
+    if (!error.empty()) {
+        keyauth::redact_secrets(error.data(), error.size());
+        line["error"] = error;
+    }
     std::string text =
         line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::fputs(text.c_str(), stderr);
@@ -91,6 +97,7 @@ void serve(keyauth::ConsoleApi &api, const httplib::Request &req, httplib::Respo
     res.status = out.status;
     for (const auto &h : out.headers) res.set_header(h.first, h.second);
     t_account = out.account;
+    t_error = out.internal_error;
     res.set_content(out.body, "application/json");
 }
 

@@ -46,7 +46,7 @@ DB_BIG=$W/db-big; B=$(account "$DB_BIG")
 } > "$W/native-map.conf"
 
 P_RET=$(port); P_KA=$(port); P_NAT=$(port); P_AR=$(port); P_VER=$(port); P_PL=$(port); P_ST=$(port); P_BIG=$(port)
-P_NOLIM=$(port)
+P_NOLIM=$(port); P_GIF=$(port)
 mkdir -p "$W/logs" "$W/html"
 
 cat > "$W/nginx.conf" <<CONF
@@ -71,6 +71,8 @@ http {
 
     server { listen 127.0.0.1:$P_RET;   # baseline
         location / { return 200 "GIF89a-------------------------------------"; } }
+    server { listen 127.0.0.1:$P_GIF;   # the same content handler, no auth
+        location / { empty_gif; } }
     server { listen 127.0.0.1:$P_KA;    # keyauth: key + scope + rate limit
         location / { keyauth on; keyauth_scope ip:read; empty_gif; } }
     server { listen 127.0.0.1:$P_NAT;   # nginx-native: map + limit_req
@@ -129,6 +131,7 @@ declare -A URL HDR SCRIPT STATUS
 add() { URL[$1]=$2; HDR[$1]=${3:-}; SCRIPT[$1]=${4:-}; STATUS[$1]=${5:-200}; NAMES+=("$1"); }
 NAMES=()
 add "return 200 (baseline)"       "http://127.0.0.1:$P_RET/v1/ip/8.8.8.8"
+add "empty_gif, no auth"           "http://127.0.0.1:$P_GIF/v1/ip/8.8.8.8"
 add "keyauth: key+scope+limit"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
 add "keyauth: key+scope, no limit" "http://127.0.0.1:$P_NOLIM/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
