@@ -329,6 +329,17 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view n
     if (!find_account_in(txn, account))
         throw StoreError(StoreError::Kind::kNotFound, "account",
                          "no account " + id_to_string(kAccountIdPrefix, account));
+    // Key ids must grow in creation order (lists page by id), also within one
+    // millisecond and across writers: the write lock serialises us, so step
+    // past the newest id stored.
+    Id last{};
+    {
+        auto cur = lmdb::cursor::open(txn, keys_);
+        lmdb::val k;
+        if (cur.get(k, nullptr, MDB_LAST) && k.size() == last.size()) {
+            std::memcpy(last.data(), k.data(), last.size());
+        }
+    }
     std::vector<CreatedKey> made(count);
     for (CreatedKey &out : made) {
         int64_t now = clock_();
@@ -338,6 +349,12 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view n
         rec.status = KA_KEY_ACTIVE;
         rec.requested_rpm = requested_rpm;
         rec.key_id = generate_id(now);
+        if (rec.key_id <= last) {
+            rec.key_id = last;
+            for (size_t i = rec.key_id.size(); i-- > 0 && ++rec.key_id[i] == 0;) {
+            }
+        }
+        last = rec.key_id;
         rec.account_id = account;
         rec.created_ms = now;
         rec.scopes = scopes;

@@ -102,6 +102,19 @@ TEST_F(StoreTest, CursorPaginationVisitsEveryKeyOnce) {
     EXPECT_EQ(seen, all);
 }
 
+TEST_F(StoreTest, IdsGrowInCreationOrderWithinOneMillisecond) {
+    store.set_clock([] { return int64_t{1'760'000'000'000}; });  // time stands still
+    Id a = account();
+    std::vector<Id> made;
+    for (int i = 0; i < 200; i++) made.push_back(store.create_key(a, "k", {"ip:read"}, 10).key.key_id);
+    auto bulk = store.create_keys(a, "k", {"ip:read"}, 10, 50);
+    for (auto &k : bulk) made.push_back(k.key.key_id);
+    for (size_t i = 1; i < made.size(); i++) EXPECT_LT(made[i - 1], made[i]) << i;
+    std::vector<Id> listed;
+    for (auto &k : store.list_keys(a, 1000, std::nullopt).keys) listed.push_back(k.key_id);
+    EXPECT_EQ(listed, made);
+}
+
 TEST_F(StoreTest, ListOfAnAccountWithoutKeysIsEmpty) {
     Id a = account();
     account();
