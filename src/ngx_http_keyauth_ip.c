@@ -2,22 +2,7 @@
 #include "ngx_http_keyauth_json.h"
 
 
-static ngx_int_t ngx_http_keyauth_ip_handler(ngx_http_request_t *r);
-
-
-char *
-ngx_http_keyauth_ip_lookup(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_keyauth_ip_handler;
-
-    return NGX_CONF_OK;
-}
-
-
-static ngx_int_t
+ngx_int_t
 ngx_http_keyauth_ip_handler(ngx_http_request_t *r)
 {
     ngx_int_t   rc;

@@ -36,6 +36,23 @@ static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+/* The content handlers' directives: which handler, and whether it reads the
+ * store (so needs keyauth_db). */
+typedef struct {
+    ngx_http_handler_pt       handler;
+    ngx_uint_t                needs_db;
+} ngx_http_keyauth_content_t;
+
+static ngx_http_keyauth_content_t  ngx_http_keyauth_plans_content =
+    { ngx_http_keyauth_plans_handler, 1 };
+static ngx_http_keyauth_content_t  ngx_http_keyauth_ip_content =
+    { ngx_http_keyauth_ip_handler, 0 };
+static ngx_http_keyauth_content_t  ngx_http_keyauth_status_content =
+    { ngx_http_keyauth_status_handler, 1 };
 static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
@@ -66,24 +83,24 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
 
     { ngx_string("keyauth_plans"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_http_keyauth_plans,
+      ngx_http_keyauth_content,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
-      NULL },
+      &ngx_http_keyauth_plans_content },
 
     { ngx_string("ip_lookup"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_http_keyauth_ip_lookup,
+      ngx_http_keyauth_content,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
-      NULL },
+      &ngx_http_keyauth_ip_content },
 
     { ngx_string("keyauth_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_http_keyauth_status,
+      ngx_http_keyauth_content,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
-      NULL },
+      &ngx_http_keyauth_status_content },
 
     { ngx_string("keyauth"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
@@ -547,6 +564,25 @@ ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 static char *
+ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_content_t    *content = cmd->post;
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = content->handler;
+
+    if (content->needs_db) {
+        kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
+        kmcf->db_needed_by = &cmd->name;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
 ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_keyauth_loc_conf_t  *klcf = conf;
@@ -607,7 +643,7 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
      *     conf->db_path = { 0, NULL };
      *     conf->shm_zone = NULL;
      *     conf->stats_zone = NULL;
-     *     conf->plans_used = 0;
+     *     conf->db_needed_by = NULL;
      */
 
     return conf;
@@ -686,10 +722,10 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
 
     if (kmcf->db_path.data == NULL) {
-        if (kmcf->plans_used) {
+        if (kmcf->db_needed_by) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"keyauth_plans\" needs \"keyauth_db\" "
-                               "in the http block");
+                               "\"%V\" needs \"keyauth_db\" in the http block",
+                               kmcf->db_needed_by);
             return NGX_ERROR;
         }
 

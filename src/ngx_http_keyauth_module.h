@@ -15,7 +15,7 @@ typedef struct {
     ngx_str_t                 db_path;     /* NUL-terminated */
     ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: per-key rates */
     ngx_shm_zone_t           *stats_zone;  /* outcome counters */
-    ngx_uint_t                plans_used;  /* a keyauth_plans location exists */
+    ngx_str_t                *db_needed_by; /* a directive that reads the store */
 } ngx_http_keyauth_main_conf_t;
 
 

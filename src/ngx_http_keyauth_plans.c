@@ -2,31 +2,12 @@
 #include "ngx_http_keyauth_json.h"
 
 
-static ngx_int_t ngx_http_keyauth_plans_handler(ngx_http_request_t *r);
-
-
 static ngx_str_t  ngx_http_keyauth_etag_name = ngx_string("ETag");
 static ngx_str_t  ngx_http_keyauth_cache_control_name =
     ngx_string("Cache-Control");
 
 
-char *
-ngx_http_keyauth_plans(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_core_loc_conf_t      *clcf;
-    ngx_http_keyauth_main_conf_t  *kmcf;
-
-    kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
-    kmcf->plans_used = 1;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_keyauth_plans_handler;
-
-    return NGX_CONF_OK;
-}
-
-
-static ngx_int_t
+ngx_int_t
 ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
 {
     ngx_int_t           rc;

@@ -7,6 +7,6 @@
 
 #include "ngx_http_keyauth_module.h"
 
-char *ngx_http_keyauth_plans(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_keyauth_plans_handler(ngx_http_request_t *r);
 
 #endif /* NGX_HTTP_KEYAUTH_PLANS_H */

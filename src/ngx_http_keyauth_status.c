@@ -9,7 +9,6 @@ typedef struct {
 
 static ngx_int_t ngx_http_keyauth_init_stats_zone(ngx_shm_zone_t *shm_zone,
     void *data);
-static ngx_int_t ngx_http_keyauth_status_handler(ngx_http_request_t *r);
 
 
 static const char  *ngx_http_keyauth_outcome_names[] = {
@@ -70,19 +69,7 @@ ngx_http_keyauth_count(ngx_http_keyauth_main_conf_t *kmcf,
 }
 
 
-char *
-ngx_http_keyauth_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_keyauth_status_handler;
-
-    return NGX_CONF_OK;
-}
-
-
-static ngx_int_t
+ngx_int_t
 ngx_http_keyauth_status_handler(ngx_http_request_t *r)
 {
     u_char                        *p;

@@ -26,6 +26,6 @@ ngx_int_t ngx_http_keyauth_stats_zone(ngx_conf_t *cf,
 void ngx_http_keyauth_count(ngx_http_keyauth_main_conf_t *kmcf,
     ngx_http_keyauth_outcome_e outcome);
 
-char *ngx_http_keyauth_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_keyauth_status_handler(ngx_http_request_t *r);
 
 #endif /* NGX_HTTP_KEYAUTH_STATUS_H */

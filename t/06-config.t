@@ -48,6 +48,18 @@ my @bad = (
     ['keyauth_scope twice in one block',
      "keyauth_db $db;\nserver { location / { keyauth_scope a:b; keyauth_scope c:d; } }",
      qr/"keyauth_scope" directive is duplicate/],
+    ['keyauth_plans needs the store',
+     "server { listen 127.0.0.1:1; location /api/plans { keyauth_plans; } }",
+     qr/"keyauth_plans" needs "keyauth_db" in the http block/],
+    ['keyauth_status needs the store',
+     "server { listen 127.0.0.1:1; location /s { keyauth_status; } }",
+     qr/"keyauth_status" needs "keyauth_db" in the http block/],
+    ['keyauth_zone needs NAME:SIZE',
+     "keyauth_db $db;\nkeyauth_zone rates;",
+     qr/invalid zone "rates" in "keyauth_zone", expected NAME:SIZE in \S+test\.conf:5/],
+    ['keyauth_zone too small',
+     "keyauth_db $db;\nkeyauth_zone rates:4k;",
+     qr/zone "rates:4k" is too small/],
     ['empty keyauth_db',
      "keyauth_db \"\";",
      qr/empty path in "keyauth_db"/],
@@ -63,5 +75,8 @@ for my $case (@bad) {
 my ($rc, $out) = nginx_t("keyauth_db $db;\nkeyauth on;\nkeyauth_scope ip:read tools.v2:run-job;\n"
                          . "server { listen 127.0.0.1:1; location /open { keyauth off; } }");
 is $rc, 0, 'a valid configuration passes nginx -t' or diag $out;
+
+($rc, $out) = nginx_t("server { listen 127.0.0.1:1; location /v1/ip/ { ip_lookup; } }");
+is $rc, 0, 'ip_lookup alone needs no store' or diag $out;
 
 done_testing;

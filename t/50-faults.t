@@ -11,6 +11,20 @@ use KeyauthTest;
 
 sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
 
+# Creates keys through keyauthd until it refuses one; returns (created, refusal).
+sub fill_store {
+    my ($t, $acc) = @_;
+    my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
+    my $created = 0;
+    for (1 .. 20000) {
+        my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
+            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
+        return ($created, $res) if $res->{status} != 201;
+        $created++;
+    }
+    return ($created, undef);
+}
+
 subtest 'kill -9 of a worker under load' => sub {
     my $t = KeyauthTest->new;
     my $acc = $t->account(entitlement => 1_000_000);
@@ -78,14 +92,7 @@ subtest 'the store fills up: 507 from keyauthd, the edge unaffected, then it gro
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
 LOC
     my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
-    my ($created, $full) = (0, undef);
-    for (1 .. 20000) {
-        my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
-            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
-        if ($res->{status} == 201) { $created++; next }
-        $full = $res;
-        last;
-    }
+    my ($created, $full) = fill_store($t, $acc);
     ok $full, "the 1 MiB store filled after $created keys";
     is $full->{status}, 507, 'status 507';
     is code_of($full), 'STORE_FULL', 'STORE_FULL';
@@ -116,14 +123,7 @@ subtest 'the disk fills up: 507, nothing half-written, the edge unaffected' => s
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
 LOC
     my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
-    my ($created, $full) = (0, undef);
-    for (1 .. 20000) {
-        my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
-            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
-        if ($res->{status} == 201) { $created++; next }
-        $full = $res;
-        last;
-    }
+    my ($created, $full) = fill_store($t, $acc);
     ok $full, "the 1 MiB filesystem filled after $created keys";
     is $full && $full->{status}, 507, 'status 507';
     is code_of($full), 'STORE_FULL', 'STORE_FULL';
