@@ -5,7 +5,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use POSIX ();
 use Time::HiRes qw(time sleep);
 use KeyauthTest;
 
@@ -16,31 +15,14 @@ $t->start_nginx(locations => <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }
 LOC
 
-my $port = $t->port;
-my $out = $t->dir . '/client.out';
-my $pid = fork // die "fork: $!";
-if ($pid == 0) {
-    my ($ok, $bad) = (0, 0);
-    my $deadline = time + 4;
-    while (time < $deadline) {
-        my $st = KeyauthTest::http_request($port, GET => '/v1/ip/1.1.1.1',
-                                           "Authorization: Bearer $key->{secret}")->{status};
-        $st == 200 ? $ok++ : $bad++;
-    }
-    open my $fh, '>', $out or die $!;
-    print $fh "$ok $bad\n";
-    close $fh;
-    POSIX::_exit(0);  # no END blocks: the temp dir belongs to the parent
-}
+my $client = $t->background_client(4, '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
 
 my @workers_before = sort $t->worker_pids;
 for (1 .. 5) {
     sleep 0.5;
     ok $t->signal_nginx('reload'), 'nginx -s reload';
 }
-waitpid $pid, 0;
-open my $fh, '<', $out or die "no client result: $!";
-my ($ok, $bad) = split ' ', <$fh>;
+my ($ok, $bad) = $client->finish;
 cmp_ok $ok, '>', 100, "requests kept flowing during reloads ($ok)";
 is $bad, 0, 'no request failed';
 

@@ -5,7 +5,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use POSIX ();
 use Time::HiRes qw(time sleep);
 use KeyauthTest;
 
@@ -16,22 +15,7 @@ $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
 LOC
 my $old = $t->pid;
-my $port = $t->port;
-my $out = $t->dir . '/client.out';
-my $client = fork // die;
-if ($client == 0) {
-    my ($ok, $bad) = (0, 0);
-    my $deadline = time + 5;
-    while (time < $deadline) {
-        my $st = eval { KeyauthTest::http_request($port, GET => '/v1/ip/1.1.1.1',
-                                                  "Authorization: Bearer $key->{secret}")->{status} } // 0;
-        $st == 200 ? $ok++ : $bad++;
-    }
-    open my $fh, '>', $out or die;
-    print $fh "$ok $bad\n";
-    close $fh;
-    POSIX::_exit(0);
-}
+my $client = $t->background_client(5, '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
 
 sleep 0.5;
 ok kill('USR2', $old), 'USR2 to the master: start the new binary';
@@ -52,9 +36,7 @@ sleep 0.05 while kill(0, $old) && time < $deadline;
 ok !kill(0, $old), 'the old master is gone';
 $t->{master_pid} = $new;
 
-waitpid $client, 0;
-open my $fh, '<', $out or die;
-my ($ok, $bad) = split ' ', <$fh>;
+my ($ok, $bad) = $client->finish;
 cmp_ok $ok, '>', 100, "$ok requests during the upgrade";
 is $bad, 0, 'not one failed';
 is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")->{status}, 200,

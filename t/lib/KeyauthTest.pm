@@ -12,6 +12,7 @@ use File::Basename qw(dirname);
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use JSON::PP;
+use POSIX ();
 use Time::HiRes qw(sleep time);
 use Exporter 'import';
 use Scalar::Util qw(weaken);
@@ -322,6 +323,41 @@ sub request {
     my ($self, $method, $path, @headers) = @_;
     return http_request($self->{port}, $method, $path, @headers);
 }
+
+# A client in a child process sending GET $path with @headers for $seconds,
+# one connection per request; returns a handle whose ->finish gives
+# (successes, failures), a failure being any non-200 or connection error.
+sub background_client {
+    my ($self, $seconds, $path, @headers) = @_;
+    my $port = $self->{port};
+    my $out = "$self->{dir}/client-" . time . "-$$.out";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        my ($ok, $bad) = (0, 0);
+        my $deadline = time + $seconds;
+        while (time < $deadline) {
+            my $st = eval { http_request($port, GET => $path, @headers)->{status} } // 0;
+            $st == 200 ? $ok++ : $bad++;
+        }
+        open my $fh, '>', $out or die $!;
+        print $fh "$ok $bad\n";
+        close $fh;
+        POSIX::_exit(0);  # no END blocks: the temp dir belongs to the parent
+    }
+    return bless { pid => $pid, out => $out }, 'KeyauthTest::Client';
+}
+
+package KeyauthTest::Client;
+
+sub finish {
+    my $c = shift;
+    waitpid $c->{pid}, 0;
+    open my $fh, '<', $c->{out} or die "no client result: $!";
+    my ($ok, $bad) = split ' ', <$fh>;
+    return ($ok, $bad);
+}
+
+package KeyauthTest;
 
 sub http_request {
     my ($port, $method, $path, @headers) = @_;
