@@ -20,6 +20,7 @@
 #include "doctor.h"
 #include "key_json.h"
 #include "money.h"
+#include "no_core_dumps.h"
 #include "store.h"
 
 using keyauth::Id;
@@ -279,6 +280,11 @@ int run_fx(keyauth::Store &store, const Args &a, bool as_json) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    std::string dump_error;
+    if (!keyauth::refuse_core_dumps(dump_error)) {
+        std::cerr << "keyauthctl: cannot turn core dumps off: " << dump_error << "\n";
+        return 1;
+    }
     bool as_json = false;
     std::string db = getenv("KEYAUTH_DB") ? getenv("KEYAUTH_DB") : "";
     try {

@@ -18,6 +18,7 @@
 
 #include "console_api.h"
 #include "key_json.h"
+#include "no_core_dumps.h"
 #include "redact.h"
 #include "store.h"
 
@@ -128,6 +129,12 @@ int main(int argc, char **argv) {
         if (ec != std::errc() || p != map_mib.data() + map_mib.size() || mib < 1 || mib > (1u << 20))
             usage_error("--map-size takes MiB, from 1 to 1048576");
         map_size = mib << 20;
+    }
+
+    std::string dump_error;
+    if (!keyauth::refuse_core_dumps(dump_error)) {
+        std::cerr << "keyauthd: cannot turn core dumps off: " << dump_error << "\n";
+        return 1;
     }
 
     // Signals are taken by one thread with sigwait, so stopping is not done
