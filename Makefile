@@ -35,7 +35,7 @@ NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(HEADERS)
 
 APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
-              libcpp-httplib-dev perl curl wrk clang libclang-rt-14-dev
+              libcpp-httplib-dev perl curl wrk clang libclang-rt-14-dev gdb
 
 .PHONY: all deps module test unit unit-asan e2e e2e-asan soak run bench fuzz fuzz-short clean
 

@@ -12,6 +12,7 @@
 #include "ngx_http_keyauth_log.h"
 #include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_rate.h"
+#include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_status.h"
 
 
@@ -733,6 +734,10 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     }
 
     ngx_http_keyauth_redact_logs(cf);
+
+    if (ngx_http_keyauth_scrub_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (kmcf->shm_zone == NULL) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,

@@ -160,6 +160,7 @@ sub _write_conf {
     my $d = $self->{dir};
     my $user = $> == 0 ? ($o{user} ? "user $o{user};" : 'user root root;') : '';
     my $level = $o{log_level} // 'info';
+    my $main = $o{main} // '';
     my $http = $o{http} // '';
     my $locations = $o{locations} // '';
     my $db = exists $o{db} ? $o{db} : $self->{db};
@@ -171,6 +172,7 @@ sub _write_conf {
 load_module $self->{module};
 $user
 $env_lines
+$main
 worker_processes $self->{workers};
 error_log $d/logs/error.log $level;
 pid $d/nginx.pid;
@@ -264,17 +266,21 @@ sub error_log {
 sub port { $_[0]{port} }
 
 # Starts the real keyauthd on a free loopback port; stop_keyauthd(SIGNAL)
-# stops it (TERM by default, KILL for a crash).
+# stops it (TERM by default, KILL for a crash). With core_dir, it runs there
+# with no limit on the size of a core file.
 sub start_keyauthd {
     my ($self, %o) = @_;
     my @extra = $o{map_size_mib} ? ('--map-size', $o{map_size_mib}) : ();
     $self->{keyauthd_port} //= free_port();
+    my @cmd = ("$BUILD/keyauthd", '--db', $self->{db},
+               '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra);
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         open STDERR, '>>', "$self->{dir}/logs/keyauthd.log" or die $!;
         open STDOUT, '>&', \*STDERR or die $!;
-        exec "$BUILD/keyauthd", '--db', $self->{db},
-             '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra;
+        exec '/bin/sh', '-c', 'ulimit -c unlimited && cd "$0" && exec "$@"', $o{core_dir}, @cmd
+            if $o{core_dir};
+        exec @cmd;
         die "exec keyauthd: $!";
     }
     $self->{keyauthd_pid} = $pid;
