@@ -3,7 +3,9 @@
 # nginx runs as one process under valgrind; a keep-alive client sends N1, then
 # (in a second run) N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) cancels start-up
 # and shutdown. Compares `return 200` with a keyauth location (key + scope +
-# rate limit + empty_gif) and a plain empty_gif location.
+# rate limit + empty_gif) and a plain empty_gif location; then refused keys
+# (unknown, revoked, wrong checksum) against the same keyauth location, to
+# show how much the work differs between them (timing side channel).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N1=${N1:-500}
@@ -13,7 +15,19 @@ trap 'rm -rf "$W"' EXIT
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 CTL="$ROOT/build/keyauthctl"
 A=$("$CTL" --db "$W/db" --json account create --name cg --entitlement 10000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
-KEY=$("$CTL" --db "$W/db" --json key create --account "$A" --name cg --scope ip:read --rate 10000000 | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
+new_key() { # db account -> key id and secret
+    "$CTL" --db "$1" --json key create --account "$2" --name cg --scope ip:read --rate 10000000 |
+        perl -MJSON::PP -0777 -ne '$k = decode_json($_); print "$k->{id} $k->{secret}\n"'
+}
+read -r _ KEY < <(new_key "$W/db" "$A")
+read -r REVOKED_ID REVOKED < <(new_key "$W/db" "$A")
+"$CTL" --db "$W/db" key revoke "$REVOKED_ID" >/dev/null
+# well-formed, but made in another store
+OTHER=$("$CTL" --db "$W/other" --json account create --name x --entitlement 10 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+read -r _ UNKNOWN < <(new_key "$W/other" "$OTHER")
+# the last checksum character changed
+last=${KEY: -1}
+BADSUM=${KEY:0:${#KEY}-1}$([ "$last" = A ] && echo B || echo A)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$W/logs"
 
@@ -35,8 +49,8 @@ http {
 CONF
 }
 
-count() { # requests -> total instructions
-    local n=$1 out="$W/cg.out"
+count() { # requests key -> total instructions
+    local n=$1 key=$2 out="$W/cg.out"
     valgrind --tool=callgrind --callgrind-out-file="$out" \
         nginx -p "$W" -c "$W/nginx.conf" -e "$W/logs/error.log" 2>/dev/null &
     local vpid=$!
@@ -55,18 +69,18 @@ count() { # requests -> total instructions
             my ($len) = $head =~ /Content-Length: (\d+)/i;
             my $body = substr($head, index($head, "\r\n\r\n") + 4);
             while (length $body < $len) { sysread($s, $body, 4096, length $body) or die "eof" }
-        }' "$PORT" "$n" "$KEY"
+        }' "$PORT" "$n" "$key"
     kill -QUIT "$vpid"
     wait "$vpid" || true
     [ -n "${CG_KEEP:-}" ] && cp "$out" "$CG_KEEP.$n"
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
 
-per_request() {
+per_request() { # location [key]
     conf "$1"
-    local a b
-    a=$(count "$N1")
-    b=$(count "$N2")
+    local a b key=${2:-$KEY}
+    a=$(count "$N1" "$key")
+    b=$(count "$N2" "$key")
     echo $(( (b - a) / (N2 - N1) ))
 }
 
@@ -78,3 +92,12 @@ echo "  return 200:                     $ret"
 echo "  empty_gif:                      $gif"
 echo "  keyauth + scope + limit + gif:  $ka"
 echo "  added by keyauth:               $((ka - gif)) ($(awk -v a="$ka" -v b="$gif" 'BEGIN {printf "%.1f", 100 * (a - b) / b}')% over empty_gif)"
+
+kloc='keyauth on; keyauth_scope ip:read; empty_gif;'
+unknown=$(per_request "$kloc" "$UNKNOWN")
+revoked=$(per_request "$kloc" "$REVOKED")
+badsum=$(per_request "$kloc" "$BADSUM")
+echo "refused keys (401 INVALID_API_KEY), instructions per request:"
+echo "  unknown key:                    $unknown"
+echo "  revoked key:                    $revoked ($((revoked - unknown)) more than unknown)"
+echo "  wrong checksum:                 $badsum ($((badsum - unknown)) against unknown)"

@@ -110,6 +110,33 @@ my $dup = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $s", "Auth
 ok $dup->{status} == 400 || $dup->{status} == 401, "two Authorization headers refused ($dup->{status})";
 unlike $dup->{body}, qr/upstream/, 'two Authorization headers never reach the upstream';
 
+# Request-smuggling-style bytes: nginx's parser refuses them (400) before any
+# phase runs, so the key in them is never judged and nothing reaches the
+# upstream; what it accepts (bare LF line ends, OWS after "Bearer") is judged
+# like any other request.
+my $auth = "Authorization: Bearer $s";
+my %raw = (
+    'bare CR inside the value'        => [400, "$auth\rX-Injected: 1\r\n"],
+    'NUL inside the value'            => [400, "$auth\0x\r\n"],
+    'obs-fold continuation'           => [400, "Authorization: Bearer\r\n $s\r\n"],
+    'space before the colon'          => [400, "Authorization : Bearer $s\r\n"],
+    'Transfer-Encoding and Content-Length, a keyed request smuggled behind' =>
+        [400, "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+              . "GET /v1/ip/2.2.2.2 HTTP/1.1\r\nHost: x\r\n$auth\r\n"],
+    'two different Content-Lengths'   => [400, "Content-Length: 5\r\nContent-Length: 60\r\n$auth\r\n"],
+    'tab after Bearer'                => [200, "Authorization: Bearer\t$s\r\n"],
+);
+for my $name (sort keys %raw) {
+    my ($status, $headers) = @{ $raw{$name} };
+    my $res = KeyauthTest::raw_request($t->port,
+        "GET /v1/ip/1.1.1.1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n$headers\r\n");
+    is $res->{status}, $status, "$name: $status";
+    is(() = $res->{raw} =~ /upstream uri=/g, $status == 200 ? 1 : 0,
+       $status == 200 ? "$name: the one request reaches the upstream" : "$name: nothing reaches the upstream");
+}
+my $lf = KeyauthTest::raw_request($t->port, "GET /v1/ip/1.1.1.1 HTTP/1.1\nHost: x\nConnection: close\n$auth\n\n");
+is $lf->{raw} =~ m{^HTTP/1\.1 (\d{3})} && $1, 200, 'bare LF line ends: the key is judged as usual';
+
 is $t->request(GET => '/v1/open/x')->{status}, 200, 'location without keyauth stays open';
 is $t->request(HEAD => '/v1/ip/1.1.1.1')->{status}, 401, 'HEAD is authenticated too';
 

@@ -17,7 +17,7 @@ use Time::HiRes qw(sleep time);
 use Exporter 'import';
 use Scalar::Util qw(weaken);
 
-our @EXPORT_OK = qw(http_request);
+our @EXPORT_OK = qw(http_request raw_request);
 
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 
@@ -372,11 +372,18 @@ sub http_request {
         $body = ${ pop @headers };
         push @headers, 'Content-Length: ' . length $body;
     }
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10)
-        or die "connect: $!";
     my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
     $req .= "$_\r\n" for @headers;
     $req .= "\r\n" . $body;
+    return raw_request($port, $req);
+}
+
+# Sends the bytes as they are over a fresh connection and reads to EOF;
+# returns the first response as http_request does.
+sub raw_request {
+    my ($port, $req) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10)
+        or die "connect: $!";
     print $s $req;
     local $/;
     my $raw = <$s> // '';
