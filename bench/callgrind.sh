@@ -71,6 +71,9 @@ count() { # requests key -> total instructions
             while (length $body < $len) { sysread($s, $body, 4096, length $body) or die "eof" }
         }' "$PORT" "$n" "$key"
     kill -QUIT "$vpid"
+    # a graceful stop that hangs (seen once) must not hang the script
+    for _ in $(seq 300); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.1; done
+    kill -TERM "$vpid" 2>/dev/null || true
     wait "$vpid" || true
     [ -n "${CG_KEEP:-}" ] && cp "$out" "$CG_KEEP.$n"
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
