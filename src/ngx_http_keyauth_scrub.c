@@ -5,7 +5,7 @@
  * dump of the worker would then carry every API key and console token it has
  * seen. So when a request that carried an Authorization header ends (its pool
  * is destroyed), the header bytes it consumed, the request nginx built for
- * the upstream and the upstream's answer are zeroed. The request in flight
+ * the upstream and the upstream's unbuffered answer are zeroed. The request in flight
  * at the moment of a dump is in memory, necessarily.
  */
 
@@ -107,12 +107,17 @@ ngx_http_keyauth_scrub(void *data)
 
     if (u) {
         /* the data only: a request body buffer that points into the header
-         * buffer ends where a pipelined request may begin */
-        ngx_http_keyauth_scrub_chain(u->request_bufs, NULL, 0);
+         * buffer ends where a pipelined request may begin. An unbuffered
+         * body (proxy_request_buffering off, grpc) is different: nginx frees
+         * the chain links as it sends them, so the chain is not ours to walk */
+        if (!r->request_body_no_buffering) {
+            ngx_http_keyauth_scrub_chain(u->request_bufs, NULL, 0);
+        }
 
-        /* the upstream's answer: its header, and all of it when proxy
-         * buffering is off (the console API's, which carries new secrets) */
-        if (u->buffer.temporary && u->buffer.start != NULL) {
+        /* the upstream's answer when it is not buffered (the console API's,
+         * which carries new secrets); with buffering on, the event pipe may
+         * have freed this buffer already */
+        if (!u->buffering && u->buffer.temporary && u->buffer.start != NULL) {
             ngx_explicit_memzero(u->buffer.start,
                                  u->buffer.end - u->buffer.start);
         }
