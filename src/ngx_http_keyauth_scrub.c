@@ -14,6 +14,7 @@
 
 static ngx_int_t ngx_http_keyauth_scrub_handler(ngx_http_request_t *r);
 static void ngx_http_keyauth_scrub(void *data);
+static void ngx_http_keyauth_scrub_header_values(ngx_http_request_t *r);
 static void ngx_http_keyauth_scrub_header_buffers(ngx_http_request_t *r);
 static void ngx_http_keyauth_scrub_chain(ngx_chain_t *cl, ngx_buf_t *skip,
     ngx_uint_t whole);
@@ -69,38 +70,13 @@ ngx_http_keyauth_scrub(void *data)
 {
     ngx_http_request_t *r = data;
 
-    ngx_uint_t            i;
-    ngx_list_part_t      *part;
-    ngx_table_elt_t      *h;
     ngx_http_upstream_t  *u;
-
-    /* over HTTP/2 the values were decoded into the request pool */
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == ngx_http_keyauth_authorization.len
-            && ngx_strncasecmp(h[i].key.data,
-                               ngx_http_keyauth_authorization.data,
-                               h[i].key.len) == 0)
-        {
-            ngx_explicit_memzero(h[i].value.data, h[i].value.len);
-        }
-    }
 
     if (r->stream == NULL) {
         ngx_http_keyauth_scrub_header_buffers(r);
+
+    } else {
+        ngx_http_keyauth_scrub_header_values(r);
     }
 
     u = r->upstream;
@@ -124,6 +100,44 @@ ngx_http_keyauth_scrub(void *data)
     }
 
     ngx_http_keyauth_scrub_registers();
+}
+
+
+/*
+ * HTTP/2: the values were decoded into the stream's pool; only the
+ * Authorization ones are wiped (over HTTP/1.x the buffers hold the values,
+ * and a value set by configuration must not be touched).
+ */
+static void
+ngx_http_keyauth_scrub_header_values(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == ngx_http_keyauth_authorization.len
+            && ngx_strncasecmp(h[i].key.data,
+                               ngx_http_keyauth_authorization.data,
+                               h[i].key.len) == 0)
+        {
+            ngx_explicit_memzero(h[i].value.data, h[i].value.len);
+        }
+    }
 }
 
 

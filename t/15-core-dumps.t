@@ -42,18 +42,27 @@ close $big;
 
 my $acc = $t->account(entitlement => 600000);
 my %key = map { $_ => $t->key(account => $acc->{id}, name => $_, rate => ($_ eq 'limited' ? 1 : 60000)) }
-    qw(ok revoked limited proxy body large pipe buffered unbuffered);
+    qw(ok revoked limited proxy body large pipe buffered unbuffered h2);
 $t->ctl('key', 'revoke', $key{revoked}{id});
 
 my $token = $acc->{consoleToken};
 my $marker = 'ctl_' . join '', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[rand 62] } 1 .. 38;
+
+# HTTP/2 (cleartext, prior knowledge) on a server of its own
+my $h2_port = KeyauthTest::free_port();
+my $h2_server = <<"H2";
+    server {
+        listen 127.0.0.1:$h2_port http2;
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+    }
+H2
 
 $t->start_keyauthd;
 $t->start_nginx(
     main  => "worker_rlimit_core 1g; working_directory $cores;",
     http  => "keyauth_zone keys:1m;\n"
            . "client_header_buffer_size 1k; large_client_header_buffers 4 8k;\n"
-           . $t->console_http,
+           . $t->console_http . $h2_server,
     locations => "root $www;\n" . <<'LOC' . $t->console_locations);
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
         location /v1/other/ { keyauth on; keyauth_scope other:read; ip_lookup; }
@@ -167,6 +176,9 @@ print {$c} request_text(GET => '/buffered/d', bearer($key{buffered}{secret}), 'A
 ($status, $body) = read_response_to_close($c);
 is $status, 200, 'a large buffered answer that ends when the upstream closes';
 ok length($body) > 100_000, 'all of it (' . length($body) . ' bytes, gzipped)';
+
+my $h2 = `curl -s -o /dev/null -w '%{http_version} %{http_code}' --http2-prior-knowledge -H 'Authorization: Bearer $key{h2}{secret}' http://127.0.0.1:$h2_port/v1/ip/8.8.8.8`;
+is $h2, '2 200', 'over HTTP/2';
 
 # the first 1k buffer fills before the Authorization line ends; then two 8k
 # buffers, the first of which keeps the whole line
