@@ -5,8 +5,8 @@
  * dump of the worker would then carry every API key and console token it has
  * seen. So when a request that carried an Authorization header ends (its pool
  * is destroyed), the header bytes it consumed, the request nginx built for
- * the upstream and the upstream's unbuffered answer are zeroed. The request in flight
- * at the moment of a dump is in memory, necessarily.
+ * the upstream and the upstream's unbuffered answer are zeroed. The request
+ * in flight at the moment of a dump is in memory, necessarily.
  */
 
 #include "ngx_http_keyauth_scrub.h"
