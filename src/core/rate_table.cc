@@ -106,7 +106,9 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
     if (Slot *s = find(slots, n, start, lo, hi)) {
         GcraDecision d = admit(*s, params, now);
         // If the slot was handed to another key meanwhile, our CAS may have
-        // charged that key one request; it cannot have lost ours: retry below.
+        // advanced that key's state by one of our intervals (only while the
+        // zone is so full that live states are evicted, which is logged); it
+        // cannot have lost our request: retry below.
         if (matches(*s, lo, hi)) return RateCheck{d, false, false};
     }
 
