@@ -234,6 +234,9 @@ ok $worker, 'the worker';
 SKIP: {
     skip 'the sanitizer build takes no cores', 2 + keys %secret if $ASAN;
     skip 'no gcore (make deps installs gdb)', 2 + keys %secret unless $GCORE;
+    skip 'not root, and ptrace is restricted (kernel.yama.ptrace_scope)', 2 + keys %secret
+        unless $> == 0 || !-e '/proc/sys/kernel/yama/ptrace_scope'
+            || `cat /proc/sys/kernel/yama/ptrace_scope` == 0;
     system("$GCORE -o $cores/gcore $worker >/dev/null 2>&1");
     check_core("$cores/gcore.$worker", 'gcore of the live worker');
 }
@@ -242,6 +245,8 @@ SKIP: {
     skip 'the sanitizer build takes no cores', 3 + keys %secret if $ASAN;
     skip "core_pattern is \"$pattern\", not a file", 3 + keys %secret
         unless $pattern ne '' && $pattern !~ /^\|/;
+    skip 'not root: worker_rlimit_core cannot raise the hard limit', 3 + keys %secret
+        unless $> == 0;
     kill 'SEGV', $worker;
     my $deadline = time + 30;
     sleep 0.1 until $t->error_log =~ /\b$worker exited on signal 11/ || time > $deadline;
