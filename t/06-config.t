@@ -79,4 +79,17 @@ is $rc, 0, 'a valid configuration passes nginx -t' or diag $out;
 ($rc, $out) = nginx_t("server { listen 127.0.0.1:1; location /v1/ip/ { ip_lookup; } }");
 is $rc, 0, 'ip_lookup alone needs no store' or diag $out;
 
+# The README's "In front of your own upstream" block, as written, with this
+# build's module and store and an upstream for it.
+open my $readme, '<', KeyauthTest::root() . '/README.md' or die $!;
+my ($snippet) = do { local $/; <$readme> } =~ /## In front of your own upstream\s+```nginx\n(.*?)```/s;
+ok $snippet, "README's nginx block found";
+my ($inner) = ($snippet // '') =~ /^http \{\n(.*)\}\s*$/ms;
+ok $inner, 'it is one http block';
+$inner //= '';
+$inner =~ s{/var/lib/keyauth/db}{$db};
+$inner =~ s/server \{/server { listen 127.0.0.1:1;/;
+($rc, $out) = nginx_t("upstream tools { server 127.0.0.1:2; }\n$inner");
+is $rc, 0, "README's configuration passes nginx -t" or diag $out;
+
 done_testing;
