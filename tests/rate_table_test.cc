@@ -178,3 +178,31 @@ TEST(RateCApi, EffectiveRateIsCappedByTheEntitlement) {
     EXPECT_EQ(r.retry_after_s, 20u);
     EXPECT_GE(ka_monotonic_ns(), 1u);
 }
+
+// A key's request racing with the eviction of its slot must not touch the
+// state of the slot's new owner. Here the new owners (Y) may make exactly two
+// requests, and one stray charge of an evicted key (X: 10 s a request, never
+// refused) costs the second one; X keys are evicted all the time, Y keys
+// taking their slots.
+TEST(RateTable, ARequestRacingAnEvictionNeverChargesTheNewOwner) {
+    Table t(RateTable::kProbe);
+    const GcraParams x_params = GcraParams::per_minute(6, 1'000'000);
+    const GcraParams y_params = GcraParams::per_minute(1, 2);
+    std::atomic<bool> done{false};
+    std::thread evicted([&] {
+        for (uint64_t k = 1; !done.load(std::memory_order_relaxed); k++) {
+            Id x = id_n(k << 20);
+            for (int i = 0; i < 4; i++) t.table->check(x.data(), x_params, kNow, t.lock);
+        }
+    });
+    int charged = 0;
+    for (uint64_t k = 1; k <= 200'000; k++) {
+        Id y = id_n(k);
+        bool first = t.table->check(y.data(), y_params, kNow, t.lock).decision.allowed;
+        bool second = t.table->check(y.data(), y_params, kNow, t.lock).decision.allowed;
+        charged += !(first && second);
+    }
+    done = true;
+    evicted.join();
+    EXPECT_EQ(charged, 0);
+}

@@ -43,15 +43,20 @@ bool matches(const Slot &s, uint64_t lo, uint32_t hi) {
 }
 
 // Admits or refuses against the slot's TAT; a failed CAS means another
-// worker admitted a request of the same key in between: decide again.
-GcraDecision admit(Slot &s, const GcraParams &p, uint64_t now) {
+// worker admitted a request of the same key in between: decide again. False,
+// with nothing charged, if the slot now belongs to another key: the owner is
+// checked after each read of the TAT, and an eviction resets the TAT before
+// it changes the owner, so a TAT read from the new owner comes with its id.
+bool admit(Slot &s, uint64_t lo, uint32_t hi, const GcraParams &p, uint64_t now,
+           GcraDecision &d) {
     uint64_t tat = __atomic_load_n(&s.tat, __ATOMIC_ACQUIRE);
     for (;;) {
-        GcraDecision d = gcra_decide(tat, now, p);
+        if (!matches(s, lo, hi)) return false;
+        d = gcra_decide(tat, now, p);
         if (!d.allowed ||
             __atomic_compare_exchange_n(&s.tat, &tat, d.new_tat, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
-            return d;
+            return true;
         }
     }
 }
@@ -104,12 +109,9 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
     const uint64_t start = ((lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL) % n;
 
     if (Slot *s = find(slots, n, start, lo, hi)) {
-        GcraDecision d = admit(*s, params, now);
-        // If the slot was handed to another key meanwhile, our CAS may have
-        // advanced that key's state by one of our intervals (only while the
-        // zone is so full that live states are evicted, which is logged); it
-        // cannot have lost our request: retry below.
-        if (matches(*s, lo, hi)) return RateCheck{d, false, false};
+        GcraDecision d;
+        // the slot may be handed to another key meanwhile: retry below
+        if (admit(*s, lo, hi, params, now, d)) return RateCheck{d, false, false};
     }
 
     lock.lock(lock.data);
@@ -140,7 +142,8 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
         __atomic_store_n(&victim->used, 1u, __ATOMIC_RELEASE);
         s = victim;
     }
-    out.decision = admit(*s, params, now);
+    // evictions happen only under the lock: the slot stays ours
+    (void)admit(*s, lo, hi, params, now, out.decision);
     lock.unlock(lock.data);
     return out;
 }
