@@ -16,8 +16,10 @@
 #include "ngx_http_keyauth_status.h"
 
 
-/* A store that failed to open is retried at most this often. */
+/* A store that failed to open is retried at most this often, and an open
+ * one is checked this often for having been replaced under us. */
 #define NGX_HTTP_KEYAUTH_REOPEN_MSEC  1000
+#define NGX_HTTP_KEYAUTH_CHECK_MSEC   1000
 
 
 typedef enum {
@@ -173,6 +175,7 @@ static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
 /* One LMDB reader per worker process: LMDB handles do not survive fork. */
 static ka_edge_t   *ngx_http_keyauth_edge_handle;
 static ngx_msec_t   ngx_http_keyauth_next_open;
+static ngx_msec_t   ngx_http_keyauth_next_check;
 static u_char      *ngx_http_keyauth_db_path;
 
 
@@ -386,11 +389,36 @@ ngx_http_keyauth_edge(ngx_log_t *log)
 {
     char  err[256];
 
-    if (ngx_http_keyauth_edge_handle != NULL
-        || ngx_http_keyauth_db_path == NULL
+    if (ngx_http_keyauth_edge_handle != NULL) {
+
+        if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_check)
+            < 0)
+        {
+            return ngx_http_keyauth_edge_handle;
+        }
+
+        ngx_http_keyauth_next_check = ngx_current_msec
+                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
+
+        /* a store made anew at the same path would otherwise go unseen:
+         * revoked keys of the old one would keep working */
+        if (!ka_edge_stale(ngx_http_keyauth_edge_handle, err, sizeof(err))) {
+            return ngx_http_keyauth_edge_handle;
+        }
+
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "keyauth: key store \"%s\": %s; opening it again",
+                      ngx_http_keyauth_db_path, err);
+
+        ka_edge_close(ngx_http_keyauth_edge_handle);
+        ngx_http_keyauth_edge_handle = NULL;
+        ngx_http_keyauth_next_open = ngx_current_msec;
+    }
+
+    if (ngx_http_keyauth_db_path == NULL
         || (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_open) < 0)
     {
-        return ngx_http_keyauth_edge_handle;
+        return NULL;
     }
 
     ngx_http_keyauth_edge_handle = ka_edge_open(
@@ -404,6 +432,10 @@ ngx_http_keyauth_edge(ngx_log_t *log)
                       ngx_http_keyauth_db_path, err);
         ngx_http_keyauth_next_open = ngx_current_msec
                                      + NGX_HTTP_KEYAUTH_REOPEN_MSEC;
+
+    } else {
+        ngx_http_keyauth_next_check = ngx_current_msec
+                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
     }
 
     return ngx_http_keyauth_edge_handle;

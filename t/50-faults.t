@@ -142,4 +142,47 @@ LOC
     system('umount', $mnt);
 };
 
+# Within a few seconds every worker must answer $status to a key (several
+# fresh connections, so both workers are asked); returns whether they did.
+sub settles_to {
+    my ($t, $secret, $status) = @_;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my @got = map { $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $secret")->{status} } 1 .. 8;
+        return 1 unless grep { $_ != $status } @got;
+        sleep 0.2;
+    }
+    return 0;
+}
+
+subtest 'the store made anew at the same path: the workers open the new one' => sub {
+    my $t = KeyauthTest->new;
+    my $old = $t->key(account => $t->account->{id});
+    $t->start_nginx(locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $old->{secret}")->{status}, 200,
+        'a key of the first store';
+    system('rm', '-rf', $t->db) == 0 or die;
+    $t->ctl('init');
+    my $new = $t->key(account => $t->account->{id});
+    ok settles_to($t, $old->{secret}, 401), "the old store's key is refused";
+    ok settles_to($t, $new->{secret}, 200), "the new store's key is accepted";
+    like $t->error_log, qr/key store "[^"]+": data\.mdb was replaced or removed; opening it again/,
+        'the error log says why';
+};
+
+subtest 'lock.mdb deleted, then a key revoked: the revocation still applies' => sub {
+    my $t = KeyauthTest->new;
+    my $key = $t->key(account => $t->account->{id});
+    $t->start_nginx(locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    ok settles_to($t, $key->{secret}, 200), 'the key works';
+    unlink $t->db . '/lock.mdb' or die $!;
+    $t->ctl('key', 'revoke', $key->{id});
+    ok settles_to($t, $key->{secret}, 401), 'revoked on every worker';
+    like $t->error_log, qr/lock\.mdb was replaced or removed; opening it again/, 'the error log says why';
+};
+
 done_testing;

@@ -3,8 +3,11 @@
 #include <lmdb.h>
 
 #include <cstring>
+#include <filesystem>
+#include <new>
 #include <string>
 
+#include "edge_store.h"
 #include "key_format.h"
 #include "keyauth_core.h"
 #include "store.h"
@@ -111,6 +114,42 @@ TEST_F(EdgeAuthTest, SeesWritesAfterTheMapGrows) {
         EXPECT_EQ(auth(h).verdict, KA_AUTH_OK);
     }
     EXPECT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
+}
+
+TEST_F(EdgeAuthTest, StaleOnceTheStoreIsMadeAnewAtItsPath) {
+    char why[128] = "";
+    EXPECT_EQ(ka_edge_stale(edge, why, sizeof why), 0);
+    std::filesystem::remove_all(path);
+    Store fresh(path);
+    EXPECT_EQ(ka_edge_stale(edge, why, sizeof why), 1);
+    EXPECT_STREQ(why, "data.mdb was replaced or removed");
+}
+
+TEST_F(EdgeAuthTest, StaleOnceLockFileIsDeleted) {
+    // the writer would no longer see this reader, nor keep its pages
+    char why[128] = "";
+    std::filesystem::remove(path + "/lock.mdb");
+    EXPECT_EQ(ka_edge_stale(edge, why, sizeof why), 1);
+    EXPECT_STREQ(why, "lock.mdb was replaced or removed");
+}
+
+TEST_F(EdgeAuthTest, ScanSurvivesACallbackThatThrows) {
+    std::string err;
+    auto es = EdgeStore::open(path, err);
+    ASSERT_TRUE(es) << err;
+    {
+        EdgeStore::Snapshot snap(*es);
+        ASSERT_EQ(snap.begin(), 0);
+        EXPECT_EQ(snap.scan(es->accounts(), [](std::string_view, std::string_view) -> bool {
+                      throw std::bad_alloc();
+                  }),
+                  ENOMEM);
+    }
+    EdgeStore::Snapshot again(*es);
+    ASSERT_EQ(again.begin(), 0);
+    int seen = 0;
+    EXPECT_EQ(again.scan(es->accounts(), [&](std::string_view, std::string_view) { return ++seen; }), 0);
+    EXPECT_EQ(seen, 1);
 }
 
 TEST(EdgeOpen, MissingStoreFailsWithAReason) {

@@ -1,5 +1,9 @@
 #include "edge_store.h"
 
+#include <sys/stat.h>
+
+#include <cstring>
+
 #include "keyauth_schema.h"
 #include "le.h"
 
@@ -11,6 +15,30 @@ constexpr unsigned kMaxReaders = 1024;
 
 std::string mdb_error(const char *what, int rc) {
     return std::string(what) + ": " + mdb_strerror(rc);
+}
+
+// A read transaction; if keyauthd grew the map since it was last looked at,
+// adopt the new size and try once more. set_map_failed tells that the
+// remap itself failed (LMDB has then dropped the old map).
+int begin_read(MDB_env *env, MDB_txn **txn, bool &set_map_failed) noexcept {
+    int rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, txn);
+    if (rc == MDB_MAP_RESIZED) {
+        if (mdb_env_set_mapsize(env, 0) != 0) {
+            set_map_failed = true;
+            return rc;
+        }
+        rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, txn);
+    }
+    if (rc != 0) *txn = nullptr;
+    return rc;
+}
+
+bool file_id(const std::string &path, unsigned long long &dev, unsigned long long &ino) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;
+    dev = st.st_dev;
+    ino = st.st_ino;
+    return true;
 }
 
 }  // namespace
@@ -42,8 +70,17 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
     int dead = 0;
     mdb_reader_check(s->env_, &dead);
 
+    s->path_ = path;
+    if (!file_id(path + "/data.mdb", s->data_id_.dev, s->data_id_.ino)) {
+        err = "\"" + path + "/data.mdb\" cannot be examined: " + std::strerror(errno);
+        return nullptr;
+    }
+    // none on a read-only file system, where LMDB reads without a lock file
+    (void)file_id(path + "/lock.mdb", s->lock_id_.dev, s->lock_id_.ino);
+
     MDB_txn *txn = nullptr;
-    rc = mdb_txn_begin(s->env_, nullptr, MDB_RDONLY, &txn);
+    bool map_failed = false;
+    rc = begin_read(s->env_, &txn, map_failed);
     if (rc != 0) {
         err = mdb_error("mdb_txn_begin", rc);
         return nullptr;
@@ -80,32 +117,50 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
               std::to_string(KA_SCHEMA_VERSION) + "); refusing to authenticate";
         return nullptr;
     }
-    rc = mdb_txn_begin(s->env_, nullptr, MDB_RDONLY, &s->txn_);
+    rc = begin_read(s->env_, &s->txn_, map_failed);
     if (rc != 0) {
         err = mdb_error("mdb_txn_begin", rc);
-        s->txn_ = nullptr;
         return nullptr;
     }
     mdb_txn_reset(s->txn_);
     return s;
 }
 
+bool EdgeStore::stale(std::string &why) const noexcept {
+    if (map_lost_) {
+        why = "the map could not be grown to the store's new size";
+        return true;
+    }
+    FileId d, l;
+    if (!file_id(path_ + "/data.mdb", d.dev, d.ino) || d.dev != data_id_.dev ||
+        d.ino != data_id_.ino) {
+        why = "data.mdb was replaced or removed";
+        return true;
+    }
+    if (lock_id_.ino != 0 && (!file_id(path_ + "/lock.mdb", l.dev, l.ino) ||
+                              l.dev != lock_id_.dev || l.ino != lock_id_.ino)) {
+        why = "lock.mdb was replaced or removed";
+        return true;
+    }
+    return false;
+}
+
 int EdgeStore::begin() noexcept {
-    int rc = txn_ != nullptr ? mdb_txn_renew(txn_) : MDB_MAP_RESIZED;
-    if (rc == MDB_MAP_RESIZED) {
-        // keyauthd grew the map (or an earlier retry failed): adopt the
-        // current size, then start a fresh transaction handle.
+    if (map_lost_) return MDB_PANIC;
+    int rc = txn_ != nullptr ? mdb_txn_renew(txn_) : MDB_BAD_TXN;
+    if (rc != 0) {
+        // Start a fresh transaction handle: after MDB_MAP_RESIZED (keyauthd
+        // grew the map) with the new size, after any other failure (a reader
+        // slot lost, say) because renewing the old one would fail again.
         if (txn_ != nullptr) {
             mdb_txn_abort(txn_);
             txn_ = nullptr;
         }
-        rc = mdb_env_set_mapsize(env_, 0);
-        if (rc == 0) {
-            rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
-            if (rc != 0) {
-                txn_ = nullptr;
-            }
+        if (rc == MDB_MAP_RESIZED && mdb_env_set_mapsize(env_, 0) != 0) {
+            map_lost_ = true;
+            return MDB_PANIC;
         }
+        rc = begin_read(env_, &txn_, map_lost_);
     }
     active_ = rc == 0;
     return rc;

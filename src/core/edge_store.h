@@ -6,6 +6,8 @@
 
 #include <lmdb.h>
 
+#include <cerrno>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +25,12 @@ public:
     // null and says why in err.
     static std::unique_ptr<EdgeStore> open(const std::string &path, std::string &err);
 
+    // True, with the reason, when this handle must be closed and the store
+    // opened again: its files were replaced or removed (a store made anew at
+    // the same path, or a deleted lock.mdb, which would hide this reader from
+    // the writer), or LMDB lost the map when it tried to grow it.
+    bool stale(std::string &why) const noexcept;
+
     // A snapshot: begin() renews the transaction, the destructor resets it.
     class Snapshot {
     public:
@@ -36,19 +44,24 @@ public:
         // 0 (found), MDB_NOTFOUND or another LMDB error code.
         int get(MDB_dbi dbi, const void *key, size_t len, std::string_view &value) noexcept;
         // Calls fn(key, value) for every entry in key order; stops when fn
-        // returns false. 0 or an LMDB error code.
+        // returns false. 0, ENOMEM if fn threw (it allocates), or an LMDB
+        // error code.
         template <typename Fn>
         int scan(MDB_dbi dbi, Fn &&fn) noexcept {
             MDB_cursor *cur = nullptr;
             int rc = mdb_cursor_open(store_.txn_, dbi, &cur);
             if (rc != 0) return rc;
             MDB_val k{}, v{};
-            for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-                 rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-                if (!fn(std::string_view(static_cast<const char *>(k.mv_data), k.mv_size),
-                        std::string_view(static_cast<const char *>(v.mv_data), v.mv_size))) {
-                    break;
+            try {
+                for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+                     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+                    if (!fn(std::string_view(static_cast<const char *>(k.mv_data), k.mv_size),
+                            std::string_view(static_cast<const char *>(v.mv_data), v.mv_size))) {
+                        break;
+                    }
                 }
+            } catch (...) {
+                rc = ENOMEM;
             }
             mdb_cursor_close(cur);
             return rc == MDB_NOTFOUND ? 0 : rc;
@@ -68,9 +81,17 @@ private:
     int begin() noexcept;
     void end() noexcept;
 
+    // Identity of a file, to tell when the store was replaced under us.
+    struct FileId {
+        unsigned long long dev = 0, ino = 0;
+    };
+
     MDB_env *env_ = nullptr;
     MDB_txn *txn_ = nullptr;  // reset between requests
     bool active_ = false;
+    bool map_lost_ = false;   // a failed remap left the environment unusable
+    std::string path_;
+    FileId data_id_, lock_id_;
     MDB_dbi keys_by_hash_ = 0;
     MDB_dbi accounts_ = 0;
     MDB_dbi plans_ = 0;

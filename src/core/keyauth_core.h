@@ -64,6 +64,11 @@ void ka_format_account_id(const unsigned char *bin, char *out);
 ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len);
 void ka_edge_close(ka_edge_t *edge);
 
+/* 1, with why filled, when the handle must be closed and the store opened
+ * again (its files were replaced or removed, or its map was lost); else 0.
+ * Two stat() calls: for a periodic check, not for every request. */
+int ka_edge_stale(ka_edge_t *edge, char *why, size_t why_len);
+
 /*
  * Checks an Authorization header value (header == NULL: no header) against
  * the store and the required scopes (all of them are required).
