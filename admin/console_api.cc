@@ -92,12 +92,21 @@ ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
         case StoreError::Kind::kInvalid: return invalid(e.field(), e.what());
         case StoreError::Kind::kNotFound: return console_error(404, "NOT_FOUND", e.what());
         case StoreError::Kind::kConflict: return console_error(409, "CONFLICT", e.what());
+        case StoreError::Kind::kBusy: return console_error(503, "STORE_BUSY", e.what());
         case StoreError::Kind::kCorrupt: break;
         }
     } catch (const lmdb::map_full_error &) {
         return console_error(507, "STORE_FULL",
                              "The key store is full; the operator must grow its map size");
     } catch (const lmdb::error &e) {
+        if (e.code() == MDB_MAP_RESIZED) {
+            // another writer grew the map past this daemon's
+            ConsoleResponse r = console_error(
+                503, "STORE_UNAVAILABLE",
+                "The key store grew beyond this daemon's map; the operator must restart keyauthd");
+            r.internal_error = e.what();
+            return r;
+        }
         // A full disk shows as ENOSPC, or as EIO when LMDB's write came up
         // short; either way the transaction was not committed.
         if (e.code() == ENOSPC || e.code() == EIO) {

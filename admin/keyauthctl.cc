@@ -21,6 +21,7 @@
 #include "key_json.h"
 #include "money.h"
 #include "no_core_dumps.h"
+#include "redact.h"
 #include "store.h"
 
 using keyauth::Id;
@@ -48,8 +49,10 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         check the store without changing it: schema, permissions, map usage,
         and whether USER (the nginx worker user) can use it; exit 1 on a failure
 
-  --db PATH   the LMDB environment directory (or $KEYAUTH_DB); created if missing
-  --json      machine-readable output
+  --db PATH       the LMDB environment directory (or $KEYAUTH_DB); created if missing
+  --json          machine-readable output
+  --map-size MIB  a map of at least this size (default: as the store was last
+                  written, 4096 for a new store)
 )";
 
 struct UsageError : std::runtime_error {
@@ -109,9 +112,13 @@ uint32_t parse_u32(const std::string &s, const char *what) {
 
 Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what) {
     Id id{};
-    if (!keyauth::parse_id(prefix, s, id))
-        throw UsageError(std::string(what) + " \"" + s + "\" is not a " + std::string(prefix) +
+    if (!keyauth::parse_id(prefix, s, id)) {
+        std::string shown = s;  // a secret pasted here is masked, then cut
+        keyauth::redact_secrets(shown.data(), shown.size());
+        if (shown.size() > 80) shown.resize(80);
+        throw UsageError(std::string(what) + " \"" + shown + "\" is not a " + std::string(prefix) +
                          "<24 hex digits> id");
+    }
     return id;
 }
 
@@ -313,7 +320,13 @@ int main(int argc, char **argv) {
         if (group != "account" && group != "key" && group != "init" && group != "plans" &&
             group != "fx")
             throw UsageError("unknown command \"" + group + "\"");
-        keyauth::Store store(db);
+        size_t map_size = 0;
+        if (auto mib = a.opt("map-size")) {
+            uint32_t n = parse_u32(*mib, "--map-size");
+            if (n < 1 || n > (1u << 20)) throw UsageError("--map-size takes MiB, from 1 to 1048576");
+            map_size = size_t{n} << 20;
+        }
+        keyauth::Store store(db, map_size);
         if (group == "init") {
             print(as_json, json{{"db", db}, {"schemaVersion", KA_SCHEMA_VERSION}},
                   "keyauth store ready at " + db + "\n");

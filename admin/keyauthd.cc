@@ -33,9 +33,10 @@ requests finish, then the store is closed.
 
   --db PATH       LMDB environment directory (created if missing)
   --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
-  --map-size MIB  the most the store may grow to (default 4096; the file is
-                  sparse). When it is full, creates answer 507 STORE_FULL;
-                  restart with a larger size to grow it.
+  --map-size MIB  the most the store may grow to: at least this, and never
+                  less than it was last written with (default: as written,
+                  4096 for a new store; the file is sparse). When it is full,
+                  creates answer 507 STORE_FULL; restart with a larger size.
 )";
 
 [[noreturn]] void usage_error(const std::string &msg) {
@@ -65,8 +66,10 @@ void log_line(const httplib::Request &req, const httplib::Response &res) {
     error.swap(t_error);
     // The path and method come from the client: escaped as JSON strings,
     // and any secret pasted into them masked.
-    std::string path = req.path.substr(0, 512), method = req.method.substr(0, 16);
+    // masked before it is cut: a secret cut in two would escape the mask
+    std::string path = req.path, method = req.method.substr(0, 16);
     keyauth::redact_secrets(path.data(), path.size());
+    if (path.size() > 512) path.resize(512);
     nlohmann::ordered_json line = {{"ts", keyauth::format_time(keyauth::wall_clock_ms())},
                            {"remote", req.remote_addr},
                            {"method", method},
@@ -82,6 +85,14 @@ void log_line(const httplib::Request &req, const httplib::Response &res) {
     std::fputs(text.c_str(), stderr);
 }
 
+void send(const keyauth::ConsoleResponse &out, httplib::Response &res) {
+    res.status = out.status;
+    for (const auto &h : out.headers) res.set_header(h.first, h.second);
+    t_account = out.account;
+    t_error = out.internal_error;
+    res.set_content(out.body, "application/json");
+}
+
 void serve(keyauth::ConsoleApi &api, const httplib::Request &req, httplib::Response &res) {
     keyauth::ConsoleRequest in;
     in.method = req.method;
@@ -94,12 +105,27 @@ void serve(keyauth::ConsoleApi &api, const httplib::Request &req, httplib::Respo
     in.authorization = req.get_header_value("Authorization");
     in.content_type = req.get_header_value("Content-Type");
     in.body = req.body;
-    keyauth::ConsoleResponse out = api.handle(in);
-    res.status = out.status;
-    for (const auto &h : out.headers) res.set_header(h.first, h.second);
-    t_account = out.account;
-    t_error = out.internal_error;
-    res.set_content(out.body, "application/json");
+    send(api.handle(in), res);
+}
+
+// A body this server must not read: httplib would inflate a compressed one
+// without bound, and reads a chunked one past any size limit. Refused before
+// a byte of it is read; the connection then closes, since the body is still
+// in it. nginx (console_api.conf) sends neither.
+bool refuse_body(const httplib::Request &req, httplib::Response &res) {
+    keyauth::ConsoleResponse out;
+    if (req.has_header("Content-Encoding")) {
+        out = keyauth::console_error(415, "UNSUPPORTED_MEDIA_TYPE",
+                                     "Compressed request bodies are not accepted");
+    } else if (req.has_header("Transfer-Encoding")) {
+        out = keyauth::console_error(411, "LENGTH_REQUIRED",
+                                     "Send the body with a Content-Length");
+    } else {
+        return false;
+    }
+    out.headers.emplace_back("Connection", "close");
+    send(out, res);
+    return true;
 }
 
 }  // namespace
@@ -122,7 +148,7 @@ int main(int argc, char **argv) {
     std::string host;
     int port = 0;
     if (!parse_listen(listen, host, port)) usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
-    size_t map_size = keyauth::Store::kDefaultMapSize;
+    size_t map_size = 0;  // as the store was written, 4 GiB for a new one
     if (!map_mib.empty()) {
         size_t mib = 0;
         auto [p, ec] = std::from_chars(map_mib.data(), map_mib.data() + map_mib.size(), mib);
@@ -148,6 +174,9 @@ int main(int argc, char **argv) {
 
     try {
         keyauth::Store store(db, map_size);
+        // Well inside nginx's proxy_read_timeout (10 s in console_api.conf):
+        // a create is never committed after the console has given up on it.
+        store.set_write_wait_limit(std::chrono::seconds(5));
         keyauth::ConsoleApi api(store);
         httplib::Server svr;
         // Bodies up to 64 KiB are judged by the API (413 in the JSON layout);
@@ -166,11 +195,13 @@ int main(int argc, char **argv) {
         svr.Get(any, handler).Post(any, handler).Put(any, handler);
         svr.Delete(any, handler).Patch(any, handler).Options(any, handler);
         svr.set_logger(log_line);
-        // A request without Content-Length or Transfer-Encoding has no body
-        // (RFC 9112 6.3), but httplib 0.11 waits for EOF on such a POST:
-        // answer those before it starts reading.
+        // Before any body is read: refuse the bodies this server must not
+        // read; and a request without Content-Length has no body (RFC 9112
+        // 6.3, once Transfer-Encoding is refused), but httplib 0.11 waits for
+        // EOF on such a POST: answer those here.
         svr.set_pre_routing_handler([&](const httplib::Request &req, httplib::Response &res) {
-            if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
+            if (refuse_body(req, res)) return httplib::Server::HandlerResponse::Handled;
+            if (req.has_header("Content-Length")) {
                 return httplib::Server::HandlerResponse::Unhandled;
             }
             serve(api, req, res);

@@ -35,9 +35,16 @@ bool exists(const std::string &path) {
 // at commit, for one), and aborting it again is a double free.
 class WriteTxn {
 public:
-    explicit WriteTxn(MDB_env *env) {
+    WriteTxn(MDB_env *env, std::chrono::milliseconds wait_limit) {
+        const auto asked = std::chrono::steady_clock::now();
         int rc = mdb_txn_begin(env, nullptr, 0, &txn_);
         if (rc != 0) lmdb::error::raise("mdb_txn_begin", rc);
+        if (wait_limit.count() > 0 && std::chrono::steady_clock::now() - asked > wait_limit) {
+            mdb_txn_abort(txn_);
+            txn_ = nullptr;
+            throw StoreError(StoreError::Kind::kBusy, "",
+                             "another writer held the store too long; nothing was written, retry");
+        }
     }
     ~WriteTxn() {
         if (txn_ != nullptr) mdb_txn_abort(txn_);
@@ -197,8 +204,15 @@ Store::Store(const std::string &path, size_t map_size)
     const bool fresh = !exists(path + "/data.mdb");
     env_.set_max_dbs(KA_DB_COUNT);
     env_.set_max_readers(kMaxReaders);
-    env_.set_mapsize(map_size);
+    // No size before opening: LMDB then maps what the store was last written
+    // with. The larger of that and map_size is kept, so that two writers asking
+    // for different sizes (keyauthd --map-size, keyauthctl) never shrink the
+    // map under data the other one wrote.
     env_.open(path.c_str(), 0, kFileMode);
+    const size_t wanted = map_size != 0 ? map_size : fresh ? kDefaultMapSize : 0;
+    MDB_envinfo info;
+    mdb_env_info(env_.handle(), &info);
+    if (info.me_mapsize < wanted) env_.set_mapsize(wanted);
     if (fresh) {
         ::chmod((path + "/data.mdb").c_str(), kFileMode);
         ::chmod((path + "/lock.mdb").c_str(), kFileMode);
@@ -206,7 +220,7 @@ Store::Store(const std::string &path, size_t map_size)
     int dead = 0;
     mdb_reader_check(env_.handle(), &dead);
 
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     keys_by_hash_ = lmdb::dbi::open(txn, KA_DB_KEYS_BY_HASH, MDB_CREATE);
     keys_ = lmdb::dbi::open(txn, KA_DB_KEYS, MDB_CREATE);
     account_keys_ = lmdb::dbi::open(txn, KA_DB_ACCOUNT_KEYS, MDB_CREATE);
@@ -253,7 +267,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
     out.console_token = generate_secret(kConsoleTokenPrefix);
     Digest token_hash = sha256(out.console_token);
 
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     std::string rec = encode_account_record(out.account.record);
     lmdb::val k = val_of(out.account.id.data(), out.account.id.size()), v = val_of(rec);
     if (!accounts_.put(txn, k, v, MDB_NOOVERWRITE))
@@ -286,7 +300,7 @@ std::vector<Account> Store::list_accounts() {
 
 Account Store::set_entitlement(const Id &id, uint32_t entitlement_rpm) {
     validate_rate(entitlement_rpm, "entitlement");
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     auto acc = find_account_in(txn, id);
     if (!acc)
         throw StoreError(StoreError::Kind::kNotFound, "account",
@@ -325,7 +339,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view n
     validate_scopes(scopes);
     validate_rate(requested_rpm, "rateLimitPerMinute");
     if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     if (!find_account_in(txn, account))
         throw StoreError(StoreError::Kind::kNotFound, "account",
                          "no account " + id_to_string(kAccountIdPrefix, account));
@@ -423,7 +437,7 @@ KeyPage Store::list_keys(const Id &account, size_t limit, const std::optional<Id
 
 void Store::import_plans(const std::vector<PlanRecord> &plans) {
     validate_catalog(plans);
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     lmdb::dbi_drop(txn, plans_.handle(), false);  // empty it, keep the handle
     for (const auto &p : plans) {
         std::string rec = encode_plan_record(p);
@@ -473,7 +487,7 @@ FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro) {
         invalid("rate", "the rate must be a positive decimal of at most 1000000 INR per USD");
     FxRecord rec{inr_per_usd_micro, clock_()};
     std::string encoded = encode_fx_record(rec);
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     std::string_view name = KA_META_FX_USD_INR;
     lmdb::val k = val_of(name), v = val_of(encoded);
     meta_.put(txn, k, v);
@@ -493,7 +507,7 @@ std::optional<FxRecord> Store::exchange_rate() {
 }
 
 KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id) {
-    WriteTxn txn(env_.handle());
+    WriteTxn txn(env_.handle(), write_wait_limit_);
     auto rec = find_key_in(txn, key_id);
     if (!rec || (owner && rec->account_id != *owner))
         throw StoreError(StoreError::Kind::kNotFound, "id",

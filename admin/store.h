@@ -8,6 +8,7 @@
 #include <lmdb++.h>
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -24,7 +25,7 @@ inline constexpr uint32_t kMaxRatePerMinute = 10'000'000;
 
 class StoreError : public std::runtime_error {
 public:
-    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt };
+    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt, kBusy };
     StoreError(Kind kind, std::string field, const std::string &message)
         : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
     Kind kind() const noexcept { return kind_; }
@@ -61,11 +62,19 @@ public:
     static constexpr size_t kDefaultMapSize = size_t{1} << 32;  // sparse file
     static constexpr size_t kMaxPageSize = 1000;
 
-    // Opens (creating if needed) the environment directory at path.
-    explicit Store(const std::string &path, size_t map_size = kDefaultMapSize);
+    // Opens (creating if needed) the environment directory at path, with a
+    // map of at least map_size bytes, and never less than the store was last
+    // written with; 0: as written, kDefaultMapSize for a new store.
+    explicit Store(const std::string &path, size_t map_size = 0);
 
     // Injected wall clock (ms since the epoch), for tests.
     void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
+
+    // A write that waited longer than this for the writer lock (held by a
+    // bulk keyauthctl run, say) is given up with StoreError kBusy, before
+    // anything is written: its client (behind a proxy timeout) may have gone
+    // and would retry. Zero, the default, waits as long as it takes.
+    void set_write_wait_limit(std::chrono::milliseconds limit) { write_wait_limit_ = limit; }
 
     CreatedAccount create_account(std::string_view name, uint32_t entitlement_rpm);
     std::optional<Account> find_account(const Id &id);
@@ -114,6 +123,7 @@ private:
     lmdb::dbi plans_{0};
     lmdb::dbi meta_{0};
     std::function<int64_t()> clock_;
+    std::chrono::milliseconds write_wait_limit_{0};
 };
 
 // Input rules shared by every writer; throw StoreError(kInvalid, field, ...).

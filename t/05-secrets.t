@@ -42,6 +42,12 @@ unlike $log, qr/\Q$key->{secret}\E/, 'the API key appears nowhere in the error l
 unlike $log, qr/\Q$token\E/, 'the console token appears nowhere in the error log';
 unlike $log, qr/ka_[0-9A-Za-z]{10}[0-9A-Za-z]{29}/, 'nothing key-shaped and unmasked';
 
+# a secret pasted where keyauthctl wants an id is masked in its error
+my ($rc, undef, $stderr) = $t->ctl_raw('key', 'revoke', $key->{secret});
+is $rc, 2, 'keyauthctl: a secret is not a key id (usage error)';
+unlike $stderr, qr/\Q${\ substr($key->{secret}, 12) }\E/, 'and its message masks the secret';
+like $stderr, qr/\Q$key->{prefix}\E\*+/, '(after its 12-character prefix)';
+
 for my $file ('data.mdb', 'lock.mdb') {
     open my $fh, '<:raw', $t->db . "/$file" or die $!;
     local $/;

@@ -180,6 +180,29 @@ subtest 'bad input: 400 naming the field, nothing written' => sub {
     is $after, $before + 1, 'only the valid create wrote anything';
 };
 
+# Found by review: httplib inflates a compressed body without bound, and
+# reads a chunked one past any size limit, before the token is even checked.
+subtest 'bodies keyauthd must not read: refused before they are read' => sub {
+    my $before = @{ api(GET => '/v1/keys?limit=100', $a_tok)->{json}{keys} };
+    my $gz = "\x1f\x8b\x08\x00" . ("\0" x 60);
+    my $res = api(POST => '/v1/keys', $a_tok, $gz, 'Content-Type: application/json', 'Content-Encoding: gzip');
+    is $res->{status}, 415, 'through nginx, a compressed body: 415';
+    is $res->{json}{error}{code}, 'UNSUPPORTED_MEDIA_TYPE', 'in the JSON layout';
+    my $port = $t->keyauthd_port;
+    my $direct = KeyauthTest::raw_request($port, "POST /v1/keys HTTP/1.1\r\nHost: x\r\n"
+        . "Authorization: Bearer $a_tok\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        . "Content-Length: " . length($gz) . "\r\n\r\n$gz");
+    is $direct->{status}, 415, 'straight to keyauthd, a compressed body: 415';
+    is KeyauthTest::header($direct, 'Connection'), 'close', 'and the connection closes (its body is unread)';
+    $direct = KeyauthTest::raw_request($port, "POST /v1/keys HTTP/1.1\r\nHost: x\r\n"
+        . "Authorization: Bearer $a_tok\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        . "5\r\nhello\r\n0\r\n\r\n");
+    is $direct->{status}, 411, 'straight to keyauthd, a chunked body: 411 (Content-Length required)';
+    is +(KeyauthTest::json_body($direct) // {})->{error}{code}, 'LENGTH_REQUIRED', 'LENGTH_REQUIRED';
+    is KeyauthTest::header($direct, 'Connection'), 'close', 'and the connection closes';
+    is @{ api(GET => '/v1/keys?limit=100', $a_tok)->{json}{keys} }, $before, 'nothing was created';
+};
+
 subtest 'the edge does not need keyauthd' => sub {
     my $k = create($a_tok)->{json};
     is $t->stop_keyauthd, 0, 'keyauthd stops cleanly on SIGTERM (exit 0)';

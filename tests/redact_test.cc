@@ -43,10 +43,17 @@ TEST(Redact, MasksLongerRunsAndKeysWithBadChecksums) {
 
 TEST(Redact, LeavesOrdinaryTextAlone) {
     for (std::string s : {"ka_short", "kayak_0123456789012345678901234567890123456789",
-                          "oka_0123456789012345678901234567890123456789", "kac_ ", "ka", "",
-                          "no secrets here"}) {
+                          "kac_ ", "ka", "", "no secrets here"}) {
         size_t n = 9;
         EXPECT_EQ(redacted(s, &n), s);
         EXPECT_EQ(n, 0u);
     }
+}
+
+// Found by review: a secret glued to a word ("Bearerka_..." is one typo away)
+// went to the logs unmasked.
+TEST(Redact, MasksSecretsGluedToAPrecedingWord) {
+    std::string key = generate_secret(kKeyPrefix);
+    std::string out = redacted("Authorization: Bearer" + key + " x_" + key);
+    EXPECT_EQ(out.find(key.substr(12)), std::string::npos) << out;
 }

@@ -1,8 +1,14 @@
 #include "store.h"
 
 #include <gtest/gtest.h>
+#include <lmdb.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include "key_format.h"
+#include "keyauth_schema.h"
 #include "temp_dir.h"
 
 using namespace keyauth;
@@ -222,4 +228,66 @@ TEST(StoreFull, MapFullIsAnErrorAndTheStoreStaysUsable) {
         store.create_key(acc, "k", {"ip:read"}, 10);
     } catch (const lmdb::map_full_error &) {
     }
+}
+
+// Found by review: a writer asking for a smaller map than the store was
+// written with had its map cut to the data's size, and its next write failed.
+TEST(StoreMapSize, TheLargerOfAskedAndRecordedWins) {
+    TempDir dir;
+    Id acc;
+    {
+        Store big(dir.sub("db"), size_t{64} << 20);
+        acc = big.create_account("a", 10).account.id;
+        big.create_keys(acc, "k", {"ip:read"}, 10, 3000);  // more than 1 MiB
+    }
+    Store small(dir.sub("db"), size_t{1} << 20);
+    EXPECT_NO_THROW(small.create_keys(acc, "more", {"ip:read"}, 10, 3000));
+}
+
+// Found by review: keyauthd waited for the writer lock without limit, so a
+// create could commit after nginx had answered 504 and the console retried.
+TEST(StoreBusy, AWriteThatWaitedTooLongWritesNothing) {
+    TempDir dir;
+    const std::string path = dir.sub("db");
+    Id acc;
+    {
+        Store setup(path);
+        acc = setup.create_account("a", 10).account.id;
+    }
+    Store store(path);  // opened first: opening writes too
+    store.set_write_wait_limit(std::chrono::milliseconds(100));
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t holder = fork();
+    ASSERT_GE(holder, 0);
+    if (holder == 0) {
+        // another process (its own environment handle, not the parent's)
+        // holds the writer lock for half a second
+        MDB_env *env = nullptr;
+        MDB_txn *txn = nullptr;
+        if (mdb_env_create(&env) != 0 || mdb_env_set_maxdbs(env, KA_DB_COUNT) != 0 ||
+            mdb_env_set_mapsize(env, Store::kDefaultMapSize) != 0 ||
+            mdb_env_open(env, path.c_str(), 0, 0660) != 0 ||
+            mdb_txn_begin(env, nullptr, 0, &txn) != 0) {
+            _exit(1);
+        }
+        (void)!write(ready[1], "x", 1);
+        usleep(500 * 1000);
+        mdb_txn_abort(txn);
+        mdb_env_close(env);
+        _exit(0);
+    }
+    char byte;
+    ASSERT_EQ(read(ready[0], &byte, 1), 1);
+    try {
+        store.create_key(acc, "late", {"ip:read"}, 10);
+        ADD_FAILURE() << "the write went through after waiting";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kBusy) << e.what();
+    }
+    int status = 0;
+    waitpid(holder, &status, 0);
+    EXPECT_EQ(status, 0);
+    EXPECT_TRUE(store.list_keys(acc, 10, std::nullopt).keys.empty());
+    EXPECT_NO_THROW(store.create_key(acc, "now", {"ip:read"}, 10));  // once the lock is free
 }
