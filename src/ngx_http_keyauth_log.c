@@ -45,14 +45,17 @@ static void
 ngx_http_keyauth_wrapped_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
     size_t len)
 {
+    ngx_log_t                    original;
     ngx_http_keyauth_wrapped_t  *w = log->wdata;
 
     (void) ka_redact_secrets((char *) buf, len);
 
-    /* the original writer reads its own wdata from the log */
-    log->wdata = w->wdata;
-    w->writer(log, level, buf, len);
-    log->wdata = w;
+    /* the original writer reads its own wdata from the log it is given: a
+     * copy, since it may itself log to this very log (a failed syslog send
+     * does), which must still find ours */
+    original = *log;
+    original.wdata = w->wdata;
+    w->writer(&original, level, buf, len);
 }
 
 

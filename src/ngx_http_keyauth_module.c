@@ -31,7 +31,6 @@ typedef enum {
 
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
-static ngx_http_keyauth_ctx_t *ngx_http_keyauth_get_ctx(ngx_http_request_t *r);
 static void ngx_http_keyauth_cleanup(void *data);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
     ka_auth_result_t *res);
@@ -269,7 +268,7 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
 }
 
 
-static ngx_http_keyauth_ctx_t *
+ngx_http_keyauth_ctx_t *
 ngx_http_keyauth_get_ctx(ngx_http_request_t *r)
 {
     ngx_pool_cleanup_t      *cln;
@@ -490,7 +489,9 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 {
     ngx_http_keyauth_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_keyauth_module);
+    /* found again after a redirect to a location without keyauth (try_files
+     * to a named location, error_page), and from subrequests */
+    ctx = ngx_http_keyauth_get_ctx(r->main);
 
     if (ctx == NULL) {
         v->not_found = 1;

@@ -38,6 +38,11 @@ typedef struct {
 extern ngx_module_t  ngx_http_keyauth_module;
 
 
+/* The request's keyauth context, found again after an internal redirect
+ * (which clears module contexts) through its pool cleanup entry; NULL if the
+ * access handler has not run. */
+ngx_http_keyauth_ctx_t *ngx_http_keyauth_get_ctx(ngx_http_request_t *r);
+
 /* This worker's store handle (opened lazily, retried at most once a
  * second); NULL while the store cannot be opened. */
 ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);

@@ -204,7 +204,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
     ngx_str_t                value;
     ngx_http_keyauth_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_keyauth_module);
+    ctx = ngx_http_keyauth_get_ctx(r);
 
     if (ctx == NULL || !ctx->rate_checked || r != r->main) {
         return ngx_http_next_header_filter(r);

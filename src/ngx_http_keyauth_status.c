@@ -17,13 +17,18 @@ static const char  *ngx_http_keyauth_outcome_names[] = {
 };
 
 
+/* The stats zone's own tag: a "keyauth_zone keyauth_stats:..." must be
+ * refused as a clash, not handed the same zone as the rate table. */
+static u_char  ngx_http_keyauth_stats_tag;
+
+
 ngx_int_t
 ngx_http_keyauth_stats_zone(ngx_conf_t *cf, ngx_http_keyauth_main_conf_t *kmcf)
 {
     ngx_str_t  name = ngx_string("keyauth_stats");
 
     kmcf->stats_zone = ngx_shared_memory_add(cf, &name, 8 * ngx_pagesize,
-                                             &ngx_http_keyauth_module);
+                                             &ngx_http_keyauth_stats_tag);
     if (kmcf->stats_zone == NULL) {
         return NGX_ERROR;
     }

@@ -23,6 +23,15 @@ $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<'LOC');
             proxy_set_header X-Account-Id $keyauth_account_id;
             proxy_pass http://tool;
         }
+        location /v1/open-after/ {
+            keyauth on;
+            keyauth_scope ip:read;
+            try_files /nonexistent @open;
+        }
+        location @open {
+            proxy_set_header X-Key-Id $keyauth_key_id;
+            proxy_pass http://tool;
+        }
         location /v1/any/ {
             satisfy any;
             allow 127.0.0.1;
@@ -71,6 +80,16 @@ subtest 'keyauth_status' => sub {
     like $res->{body}, qr/^keyauth_rate_zone_busy_evictions_total 0$/m, 'no evictions';
     unlike $res->{body}, qr/ka_|kac_/, 'no secrets';
     is $t->request(POST => '/keyauth/status', \'x')->{status}, 405, 'POST: 405';
+};
+
+# Found by review: the variables and the RateLimit headers lost the key's
+# context after a redirect into a location without keyauth.
+subtest 'after a redirect into a location without keyauth, the key is still known' => sub {
+    my $k = $t->key(account => $acc->{id}, rate => 60);
+    my $res = $t->request(GET => '/v1/open-after/x', "Authorization: Bearer $k->{secret}");
+    is $res->{status}, 200, 'served by the named location';
+    like $res->{body}, qr/key=\Q$k->{id}\E/, '$keyauth_key_id reaches its upstream';
+    is KeyauthTest::header($res, 'RateLimit'), '"per-key";r=59;t=1', 'and the RateLimit headers are sent';
 };
 
 done_testing;

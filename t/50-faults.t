@@ -143,6 +143,23 @@ LOC
     system('umount', $mnt);
 };
 
+# A syslog server that is down must not disturb the workers. (A review found
+# that a failed send logging to the same log while its writer ran would make
+# the masking writer read the syslog peer as its own data; fixed, though this
+# setup does not reach that path.)
+subtest 'syslog unreachable: the workers keep answering' => sub {
+    my $t = KeyauthTest->new;
+    my $key = $t->key(account => $t->account->{id});
+    my $port = KeyauthTest::free_port();  # nothing listens there (UDP)
+    $t->start_nginx(main => "error_log syslog:server=127.0.0.1:$port info;", locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+LOC
+    my @st = map { $t->request(GET => '/v1/ip/1.1.1.1', 'Authorization: Bearer ka_unknownkey')->{status} } 1 .. 20;
+    is_deeply [grep { $_ != 401 } @st], [], 'refused keys (logged at info, to syslog too): 401 every time';
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")->{status}, 200, 'a valid key: 200';
+    unlike $t->error_log, qr/exited on signal/, 'no worker crashed';
+};
+
 # Within a few seconds every worker must answer $status to a key (several
 # fresh connections, so both workers are asked); returns whether they did.
 sub settles_to {
