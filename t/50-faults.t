@@ -12,6 +12,12 @@ use KeyauthTest;
 sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
 
 # Creates keys through keyauthd until it refuses one; returns (created, refusal).
+# nginx with one keyed location in front of the IP lookup tool.
+sub start_edge {
+    my ($t, %o) = @_;
+    $t->start_nginx(%o, locations => 'location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }');
+}
+
 sub fill_store {
     my ($t, $acc) = @_;
     my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
@@ -83,9 +89,7 @@ subtest 'the store fills up: 507 from keyauthd, the edge unaffected, then it gro
     my $acc = $t->account;
     my $early = $t->key(account => $acc->{id});
     $t->start_keyauthd(map_size_mib => 1);
-    $t->start_nginx(locations => <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
-LOC
+    start_edge($t);
     my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
     my ($created, $full) = fill_store($t, $acc);
     ok $full, "the 1 MiB store filled after $created keys";
@@ -114,9 +118,7 @@ subtest 'the disk fills up: 507, nothing half-written, the edge unaffected' => s
     my $acc = $t->account;
     my $early = $t->key(account => $acc->{id});
     $t->start_keyauthd;
-    $t->start_nginx(locations => <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
-LOC
+    start_edge($t);
     my $body = '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
     my ($created, $full) = fill_store($t, $acc);
     ok $full, "the 1 MiB filesystem filled after $created keys";
@@ -151,9 +153,7 @@ subtest 'syslog unreachable: the workers keep answering' => sub {
     my $t = KeyauthTest->new;
     my $key = $t->key(account => $t->account->{id});
     my $port = KeyauthTest::free_port();  # nothing listens there (UDP)
-    $t->start_nginx(main => "error_log syslog:server=127.0.0.1:$port info;", locations => <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
-LOC
+    start_edge($t, main => "error_log syslog:server=127.0.0.1:$port info;");
     my @st = map { $t->request(GET => '/v1/ip/1.1.1.1', 'Authorization: Bearer ka_unknownkey')->{status} } 1 .. 20;
     is_deeply [grep { $_ != 401 } @st], [], 'refused keys (logged at info, to syslog too): 401 every time';
     is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")->{status}, 200, 'a valid key: 200';
@@ -176,9 +176,7 @@ sub settles_to {
 subtest 'the store made anew at the same path: the workers open the new one' => sub {
     my $t = KeyauthTest->new;
     my $old = $t->key(account => $t->account->{id});
-    $t->start_nginx(locations => <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
-LOC
+    start_edge($t);
     is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $old->{secret}")->{status}, 200,
         'a key of the first store';
     system('rm', '-rf', $t->db) == 0 or die;
@@ -193,9 +191,7 @@ LOC
 subtest 'lock.mdb deleted, then a key revoked: the revocation still applies' => sub {
     my $t = KeyauthTest->new;
     my $key = $t->key(account => $t->account->{id});
-    $t->start_nginx(locations => <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
-LOC
+    start_edge($t);
     ok settles_to($t, $key->{secret}, 200), 'the key works';
     unlink $t->db . '/lock.mdb' or die $!;
     $t->ctl('key', 'revoke', $key->{id});
