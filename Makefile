@@ -11,8 +11,10 @@ CXX        ?= g++
 CXXSTD     := -std=c++17
 WARN       := -Wall -Wextra -Werror
 INCS       := -Isrc/core -Ilmdb_schema -Iadmin
-CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS)
-SAN_FLAGS  := $(CXXSTD) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+# -MMD -MP: each object lists the headers it read (build/**/*.d, included below).
+DEPFLAGS   := -MMD -MP
+CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS)
+SAN_FLAGS  := $(DEPFLAGS) $(CXXSTD) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all $(WARN) $(INCS)
 LIBS       := -llmdb -lcrypto -lz
 GTEST_LIBS := -lgtest -lgtest_main -pthread
@@ -23,19 +25,22 @@ NGX_CC_OPT := -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
 NGX_LD_OPT := -Wl,-z,relro -Wl,-z,now -fPIC
 
 CORE_SRCS  := $(wildcard src/core/*.cc)
-STORE_SRCS := $(filter-out admin/keyauthctl.cc admin/keyauthd.cc,$(wildcard admin/*.cc))
+# keyauthd's own sources; the rest of admin/ is the library both programs share.
+KEYAUTHD_SRCS := admin/keyauthd.cc admin/console_server.cc
+STORE_SRCS := $(filter-out admin/keyauthctl.cc $(KEYAUTHD_SRCS),$(wildcard admin/*.cc))
 TEST_SRCS  := $(wildcard tests/*.cc)
 CORE_OBJS  := $(CORE_SRCS:%.cc=$(BUILD)/obj/%.o)
 STORE_OBJS := $(STORE_SRCS:%.cc=$(BUILD)/obj/%.o)
 TEST_OBJS  := $(TEST_SRCS:%.cc=$(BUILD)/obj/%.o)
 SAN_OBJS   := $(CORE_SRCS:%.cc=$(BUILD)/san/%.o) $(STORE_SRCS:%.cc=$(BUILD)/san/%.o) \
               $(TEST_SRCS:%.cc=$(BUILD)/san/%.o)
-HEADERS    := $(wildcard src/core/*.h lmdb_schema/*.h admin/*.h tests/*.h)
-NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(HEADERS)
+# The module is built by nginx's own make, which does not see header changes.
+MODULE_HEADERS := $(wildcard src/core/*.h lmdb_schema/*.h)
+NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
 
 APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
-              libcpp-httplib-dev perl curl wrk clang libclang-rt-14-dev gdb
+              libboost-dev perl curl wrk clang libclang-rt-14-dev gdb
 
 .PHONY: all deps module test unit unit-asan e2e e2e-asan soak run bench fuzz fuzz-short clean
 
@@ -50,7 +55,7 @@ SAN_LIB_OBJS := $(CORE_SRCS:%.cc=$(BUILD)/san/%.o) $(STORE_SRCS:%.cc=$(BUILD)/sa
 
 # libFuzzer targets (clang): every parser that sees untrusted bytes.
 FUZZ_CXX     := clang++
-FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+FUZZ_FLAGS   := $(DEPFLAGS) -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=all $(WARN) $(INCS)
 FUZZERS      := $(patsubst fuzz/%.cc,$(BUILD)/fuzz/%,$(wildcard fuzz/*.cc))
 FUZZ_OBJS    := $(CORE_SRCS:%.cc=$(BUILD)/fuzzobj/%.o) $(STORE_SRCS:%.cc=$(BUILD)/fuzzobj/%.o)
@@ -58,6 +63,8 @@ FUZZ_SECONDS ?= 60
 
 # Objects reached through pattern chains are not to be deleted as intermediates.
 .SECONDARY:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 all: deps $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
 
@@ -85,15 +92,15 @@ $(MODULE): $(NGX_DEPS)
 	@# a new inode: a running nginx keeps its mapping of the old module
 	cp $(NGX_BUILD)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
-$(BUILD)/obj/%.o: %.cc $(HEADERS)
+$(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/san/%.o: %.cc $(HEADERS)
+$(BUILD)/san/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN_FLAGS) -c $< -o $@
 
-$(BUILD)/fuzzobj/%.o: %.cc $(HEADERS)
+$(BUILD)/fuzzobj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
@@ -130,9 +137,9 @@ $(ASAN_DIR)/keyauthctl: $(BUILD)/san/admin/keyauthctl.o $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS)
 
-$(ASAN_DIR)/keyauthd: $(BUILD)/san/admin/keyauthd.o $(SAN_LIB_OBJS)
+$(ASAN_DIR)/keyauthd: $(KEYAUTHD_SRCS:%.cc=$(BUILD)/san/%.o) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -lcpp-httplib -pthread
+	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -pthread
 
 e2e-asan: deps $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
@@ -140,8 +147,8 @@ e2e-asan: deps $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 $(BUILD)/keyauthctl: $(BUILD)/obj/admin/keyauthctl.o $(STORE_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS)
 
-$(BUILD)/keyauthd: $(BUILD)/obj/admin/keyauthd.o $(STORE_OBJS) $(CORE_OBJS)
-	$(CXX) -o $@ $^ $(LIBS) -lcpp-httplib -pthread
+$(BUILD)/keyauthd: $(KEYAUTHD_SRCS:%.cc=$(BUILD)/obj/%.o) $(STORE_OBJS) $(CORE_OBJS)
+	$(CXX) -o $@ $^ $(LIBS) -pthread
 
 $(BUILD)/unit_tests: $(TEST_OBJS) $(STORE_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) $(GTEST_LIBS)

@@ -20,7 +20,7 @@ my $t = KeyauthTest->new;
 my $acc = $t->account(entitlement => 10_000_000);
 my $limited = $t->key(account => $acc->{id}, rate => 60_000);   # 1000/s
 $t->start_keyauthd;
-$t->start_nginx(http => 'keyauth_zone keys:8m;' . "\n" . $t->console_http,
+$t->start_nginx(http => 'keyauth_zone keys:8m;' . "\n" . $t->console_http(unlimited => 1),
                 locations => $t->console_locations . <<'LOC');
         access_log off;
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }

@@ -271,6 +271,7 @@ sub port { $_[0]{port} }
 sub start_keyauthd {
     my ($self, %o) = @_;
     my @extra = $o{map_size_mib} ? ('--map-size', $o{map_size_mib}) : ();
+    push @extra, @{ $o{args} // [] };
     $self->{keyauthd_port} //= free_port();
     my @cmd = ("$BUILD/keyauthd", '--db', $self->{db},
                '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra);
@@ -297,6 +298,7 @@ sub stop_keyauthd {
 }
 
 sub keyauthd_port { $_[0]{keyauthd_port} }
+sub keyauthd_pid { $_[0]{keyauthd_pid} }
 
 sub keyauthd_log {
     my $self = shift;
@@ -306,10 +308,17 @@ sub keyauthd_log {
 }
 
 # http-level and server-level configuration of the console API as shipped.
+# With unlimited => 1 the per-address limit zones let everything through
+# (the soak's churn is one heavy client).
 sub console_http {
-    my $self = shift;
+    my ($self, %o) = @_;
     $self->{keyauthd_port} //= free_port();
-    return "upstream keyauthd { server 127.0.0.1:$self->{keyauthd_port}; keepalive 8; }";
+    my $zones = $o{unlimited}
+        ? "limit_conn_zone \$binary_remote_addr zone=keyauth_console_conn:1m;\n"
+          . "limit_req_zone \$binary_remote_addr zone=keyauth_console_req:1m rate=1000000r/s;\n"
+        : "include $ROOT/nginx_conf/console_http.conf;\n";
+    return $zones
+         . "upstream keyauthd { server 127.0.0.1:$self->{keyauthd_port}; keepalive 8; keepalive_timeout 4s; }";
 }
 
 sub console_locations { "include $ROOT/nginx_conf/console_api.conf;" }

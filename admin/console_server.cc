@@ -1,0 +1,426 @@
+#include "console_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <optional>
+#include <unordered_set>
+
+#include "bounded_pool.h"
+#include "url.h"
+
+namespace keyauth {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+// After the answer to a request whose body stays unread, the rest is read
+// and dropped for this long before closing: closing with unread bytes makes
+// the kernel send a reset that can destroy the answer before it is read.
+constexpr std::chrono::seconds kLingerTime{2};
+constexpr size_t kLingerBytes = 256 * 1024;
+
+ConsoleResponse closing(ConsoleResponse r) {
+    r.headers.emplace_back("Connection", "close");
+    return r;
+}
+
+ConsoleResponse server_error(int status, const char *code, const char *message) {
+    return closing(console_error(status, code, message));
+}
+
+// One header that must not appear twice: two different Authorization or
+// Content-Type values leave it open which one the API judged.
+bool repeated(const http::fields &fields, http::field name) {
+    auto range = fields.equal_range(name);
+    return range.first != range.second && std::next(range.first) != range.second;
+}
+
+}  // namespace
+
+class Session;
+
+struct ConsoleServer::Impl {
+    ConsoleApi &api;
+    ConsoleServerLimits limits;
+    Logger log;
+    net::io_context ioc{1};
+    // Registered before anything else runs, so a signal during start-up is
+    // held until the loop runs.
+    net::signal_set signals{ioc, SIGTERM, SIGINT};
+    tcp::acceptor acceptor{ioc};
+    net::steady_timer accept_retry{ioc};
+    net::steady_timer stop_deadline{ioc};
+    BoundedPool pool;
+    std::unordered_set<Session *> sessions;  // open ones; touched on the loop thread only
+    bool stopping = false;
+    bool forced = false;
+
+    Impl(ConsoleApi &a, ConsoleServerLimits l, Logger lg)
+        : api(a), limits(l), log(std::move(lg)), pool(l.workers, l.queue) {}
+
+    void accept();
+    void stop();
+    void forget(Session *s);
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(ConsoleServer::Impl &srv, tcp::socket socket)
+        : srv_(srv),
+          stream_(std::move(socket)),
+          deadline_(stream_.get_executor()),
+          buffer_(srv.limits.max_header_bytes + srv.limits.max_body + 4096) {
+        beast::error_code ec;
+        auto ep = stream_.socket().remote_endpoint(ec);
+        if (!ec) remote_ = ep.address().to_string();
+    }
+
+    void start() {
+        srv_.sessions.insert(this);
+        next_request();
+    }
+
+    // Over the connection limit: a fast refusal, never a wait.
+    void refuse() {
+        respond(server_error(503, "SERVER_BUSY", "Too many connections; try again shortly"));
+    }
+
+    // SIGTERM: a connection between requests or still sending one closes
+    // now; one whose request is being served answers first.
+    void on_stop() {
+        if (state_ == State::kIdle || state_ == State::kHead || state_ == State::kBody) {
+            close();
+        } else {
+            close_after_ = true;
+        }
+    }
+
+private:
+    enum class State { kIdle, kHead, kBody, kWorking, kWriting, kLinger, kClosed };
+
+    void next_request() {
+        if (srv_.stopping) return close();
+        parser_.emplace();
+        parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.max_header_bytes));
+        parser_->body_limit(srv_.limits.max_body);
+        log_ = ExchangeLog{};
+        log_.remote = remote_;
+        if (buffer_.size() > 0) return read_head();  // pipelined
+        // Waiting for a first byte costs no thread; the head deadline starts
+        // with it.
+        state_ = State::kIdle;
+        stream_.expires_after(srv_.limits.idle_timeout);
+        stream_.async_read_some(
+            buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+                self->buffer_.commit(n);
+                if (ec || n == 0) return self->close();
+                self->read_head();
+            });
+    }
+
+    // A head or body deadline answers 408 before closing; the stream's own
+    // timeout would close the socket first, so a timer of its own cancels
+    // the read instead.
+    void arm_deadline(std::chrono::milliseconds limit) {
+        stream_.expires_never();
+        timed_out_ = false;
+        deadline_.expires_after(limit);
+        deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+            if (ec) return;  // cancelled: the read finished in time
+            self->timed_out_ = true;
+            beast::error_code ignored;
+            self->stream_.socket().cancel(ignored);
+        });
+    }
+
+    void read_head() {
+        state_ = State::kHead;
+        arm_deadline(srv_.limits.head_timeout);
+        http::async_read_header(stream_, buffer_, *parser_,
+                                [self = shared_from_this()](beast::error_code ec, size_t) {
+                                    self->on_head(ec);
+                                });
+    }
+
+    void on_head(beast::error_code ec) {
+        if (ec) return on_read_error(ec);
+        deadline_.cancel();
+        const auto &req = parser_->get();
+        log_.method = std::string(req.method_string().substr(0, 16));
+        auto target = req.target();
+        log_.path = std::string(target.substr(0, target.find('?')));
+        size_t fields = 0;
+        for (auto it = req.begin(); it != req.end(); ++it) fields++;
+        if (fields > srv_.limits.max_header_fields) {
+            return respond(server_error(431, "HEADERS_TOO_LARGE", "Too many header fields"));
+        }
+        // A body this server will not read: refused before a byte of it is.
+        if (req.count(http::field::content_encoding)) {
+            return respond(server_error(415, "UNSUPPORTED_MEDIA_TYPE",
+                                        "Compressed request bodies are not accepted"));
+        }
+        if (req.count(http::field::transfer_encoding)) {
+            return respond(server_error(411, "LENGTH_REQUIRED", "Send the body with a Content-Length"));
+        }
+        if (repeated(req, http::field::authorization) || repeated(req, http::field::content_type)) {
+            return respond(server_error(400, "BAD_REQUEST",
+                                        "Authorization and Content-Type may be sent once"));
+        }
+        if (parser_->is_done()) return dispatch();
+        state_ = State::kBody;
+        arm_deadline(srv_.limits.body_timeout);
+        http::async_read(stream_, buffer_, *parser_,
+                         [self = shared_from_this()](beast::error_code ec, size_t) {
+                             if (ec) return self->on_read_error(ec);
+                             self->deadline_.cancel();
+                             self->dispatch();
+                         });
+    }
+
+    void on_read_error(beast::error_code ec) {
+        deadline_.cancel();
+        if (state_ == State::kClosed || srv_.stopping) return close();
+        if (timed_out_) {
+            return respond(server_error(408, "REQUEST_TIMEOUT",
+                                        state_ == State::kHead ? "The request head took too long"
+                                                               : "The request body took too long"));
+        }
+        if (ec == http::error::header_limit) {
+            // Still inside the request line: the target is what is too long.
+            auto data = buffer_.cdata();
+            std::string_view seen(static_cast<const char *>(data.data()), data.size());
+            if (seen.find('\n') == std::string_view::npos) {
+                return respond(server_error(414, "URI_TOO_LONG", "The request target is too long"));
+            }
+            return respond(server_error(431, "HEADERS_TOO_LARGE", "The request head is over 16 KiB"));
+        }
+        if (ec == http::error::body_limit) {
+            return respond(server_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB"));
+        }
+        if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+            ec.category() != http::make_error_code(http::error::body_limit).category() ||
+            ec == http::error::buffer_overflow) {
+            return close();  // the client went away, or a transport error
+        }
+        return respond(server_error(400, "BAD_REQUEST", "Malformed HTTP request"));
+    }
+
+    void dispatch() {
+        state_ = State::kWorking;
+        auto req = std::make_shared<http::request<http::string_body>>(parser_->release());
+        keep_alive_ = req->keep_alive();
+        auto self = shared_from_this();
+        bool queued = srv_.pool.try_submit([self, req] {
+            ConsoleResponse out = self->serve(*req);
+            net::post(self->stream_.get_executor(),
+                      [self, out = std::move(out)]() mutable { self->respond(std::move(out)); });
+        });
+        if (!queued) {
+            ConsoleResponse busy = console_error(503, "SERVER_BUSY", "The server is busy; try again shortly");
+            busy.headers.emplace_back("Retry-After", "1");
+            respond(std::move(busy));
+        }
+    }
+
+    // On a worker thread: the request as the API sees it.
+    ConsoleResponse serve(const http::request<http::string_body> &req) const {
+        ConsoleRequest in;
+        in.method = std::string(req.method_string());
+        std::string_view target(req.target().data(), req.target().size());
+        size_t q = target.find('?');
+        std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+        if (!percent_decode(target.substr(0, q), in.path)) {
+            return console_error(400, "BAD_REQUEST", "The path has a malformed %-escape");
+        }
+        QueryParam limit = query_param(query, "limit", in.query_limit);
+        QueryParam cursor = query_param(query, "cursor", in.query_cursor);
+        if (limit == QueryParam::kBad || cursor == QueryParam::kBad) {
+            return console_error(400, "BAD_REQUEST", "The query has a malformed %-escape");
+        }
+        in.has_limit = limit == QueryParam::kFound;
+        in.has_cursor = cursor == QueryParam::kFound;
+        auto auth = req.find(http::field::authorization);
+        in.has_authorization = auth != req.end();
+        if (in.has_authorization) in.authorization = std::string(auth->value());
+        in.content_type = std::string(req[http::field::content_type]);
+        in.body = req.body();
+        return srv_.api.handle(in);
+    }
+
+    void respond(ConsoleResponse out) {
+        if (state_ == State::kClosed) return;
+        bool close = !keep_alive_ || srv_.stopping || close_after_;
+        res_ = {};
+        res_.version(11);
+        res_.result(static_cast<unsigned>(out.status));
+        for (const auto &h : out.headers) {
+            if (beast::iequals(h.first, "Connection") && beast::iequals(h.second, "close")) {
+                close = true;
+            } else {
+                res_.set(h.first, h.second);
+            }
+        }
+        res_.set(http::field::content_type, "application/json");
+        res_.body() = std::move(out.body);
+        res_.keep_alive(!close);
+        res_.prepare_payload();
+        close_after_ = close;
+        // A request cut short leaves bytes unread: linger before closing.
+        linger_ = state_ != State::kWorking;
+        log_.status = out.status;
+        log_.account = std::move(out.account);
+        log_.internal_error = std::move(out.internal_error);
+        if (srv_.log) srv_.log(log_);
+        state_ = State::kWriting;
+        stream_.expires_after(srv_.limits.write_timeout);
+        http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+            if (ec) return self->close();
+            if (self->close_after_) return self->linger_ ? self->linger() : self->close();
+            self->next_request();
+        });
+    }
+
+    // Half-close, then drop what the client still sends until it closes too.
+    void linger() {
+        state_ = State::kLinger;
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        if (ec) return close();
+        buffer_.clear();
+        stream_.expires_after(kLingerTime);
+        read_and_drop();
+    }
+
+    void read_and_drop() {
+        stream_.async_read_some(buffer_.prepare(16384),
+                                [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                    self->dropped_ += n;
+                                    self->buffer_.consume(self->buffer_.size());
+                                    if (ec || self->dropped_ > kLingerBytes) return self->close();
+                                    self->read_and_drop();
+                                });
+    }
+
+    void close() {
+        if (state_ == State::kClosed) return;
+        state_ = State::kClosed;
+        deadline_.cancel();
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+        stream_.close();
+        srv_.forget(this);
+    }
+
+    ConsoleServer::Impl &srv_;
+    beast::tcp_stream stream_;
+    net::steady_timer deadline_;
+    bool timed_out_ = false;
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    http::response<http::string_body> res_;
+    std::string remote_;
+    ExchangeLog log_;
+    State state_ = State::kIdle;
+    bool keep_alive_ = true;
+    bool close_after_ = false;
+    bool linger_ = false;
+    size_t dropped_ = 0;
+};
+
+void ConsoleServer::Impl::accept() {
+    acceptor.async_accept(ioc, [this](beast::error_code ec, tcp::socket socket) {
+        if (stopping) return;
+        if (ec) {
+            // Out of descriptors, say: wait a little rather than spin.
+            accept_retry.expires_after(std::chrono::milliseconds(50));
+            accept_retry.async_wait([this](beast::error_code) {
+                if (!stopping) accept();
+            });
+            return;
+        }
+        socket.set_option(tcp::no_delay(true), ec);
+        auto session = std::make_shared<Session>(*this, std::move(socket));
+        if (sessions.size() >= limits.max_connections) {
+            // Refusals are short-lived, but not free: past twice the limit
+            // the connection is closed without a word.
+            if (sessions.size() < 2 * limits.max_connections) {
+                sessions.insert(session.get());
+                session->refuse();
+            }
+        } else {
+            session->start();
+        }
+        accept();
+    });
+}
+
+void ConsoleServer::Impl::stop() {
+    stopping = true;
+    beast::error_code ec;
+    acceptor.close(ec);
+    accept_retry.cancel();
+    stop_deadline.expires_after(limits.stop_timeout);
+    stop_deadline.async_wait([this](beast::error_code ec) {
+        if (ec) return;  // cancelled: everything was answered in time
+        forced = true;
+        ioc.stop();
+    });
+    std::vector<Session *> open(sessions.begin(), sessions.end());
+    for (Session *s : open) s->on_stop();
+    if (sessions.empty()) stop_deadline.cancel();
+}
+
+// The loop runs while anything is pending: after a stop, the deadline is the
+// last thing, so cancelling it with the last connection ends the loop.
+void ConsoleServer::Impl::forget(Session *s) {
+    sessions.erase(s);
+    if (stopping && sessions.empty()) stop_deadline.cancel();
+}
+
+ConsoleServer::ConsoleServer(ConsoleApi &api, ConsoleServerLimits limits, Logger log)
+    : impl_(std::make_unique<Impl>(api, limits, std::move(log))) {}
+
+ConsoleServer::~ConsoleServer() = default;
+
+bool ConsoleServer::bind(const std::string &host, int port, std::string &error) {
+    beast::error_code ec;
+    auto address = net::ip::make_address(host, ec);
+    if (ec) {
+        error = "not an IP address: " + host;
+        return false;
+    }
+    tcp::endpoint ep(address, static_cast<unsigned short>(port));
+    auto &a = impl_->acceptor;
+    if (!a.open(ep.protocol(), ec) && !a.set_option(net::socket_base::reuse_address(true), ec) &&
+        !a.bind(ep, ec) && !a.listen(net::socket_base::max_listen_connections, ec)) {
+        return true;
+    }
+    error = ec.message();
+    return false;
+}
+
+ConsoleServer::Stopped ConsoleServer::run() {
+    Impl &s = *impl_;
+    s.signals.async_wait([&s](beast::error_code ec, int) {
+        if (!ec) s.stop();
+    });
+    s.accept();
+    s.ioc.run();
+    Stopped how;
+    how.all_answered = !s.forced;
+    // A worker whose answer came too late still finishes its store write:
+    // a commit is never cut short.
+    how.workers_idle = s.pool.drain_until(Clock::now() + std::chrono::milliseconds(300));
+    return how;
+}
+
+}  // namespace keyauth

@@ -1,0 +1,69 @@
+// keyauthd's HTTP/1.1 server: one event-loop thread owns every connection
+// (idle keep-alive connections and slow clients cost no worker), complete
+// requests go to a bounded pool of workers that run the ConsoleApi, and
+// every limit the server enforces itself answers in the API's JSON layout.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "console_api.h"
+
+namespace keyauth {
+
+struct ConsoleServerLimits {
+    size_t workers = 4;             // threads running the API (store writes block)
+    size_t queue = 64;              // complete requests waiting for a worker; more: 503
+    size_t max_connections = 512;   // open connections; more: 503 and close
+    size_t max_header_fields = 100;        // more: 431
+    size_t max_header_bytes = 16 * 1024;   // request line + fields; more: 431 (414 for the line)
+    size_t max_body = ConsoleApi::kMaxBody;  // more: 413
+    std::chrono::milliseconds idle_timeout{5000};   // keep-alive, waiting for a first byte
+    std::chrono::milliseconds head_timeout{10000};  // first byte to the end of the head: 408
+    std::chrono::milliseconds body_timeout{10000};  // the whole body: 408
+    std::chrono::milliseconds write_timeout{10000}; // the whole answer
+    std::chrono::milliseconds stop_timeout{4500};   // SIGTERM: in-flight work gets this long
+};
+
+// What keyauthd logs of one exchange; the server fills it, keyauthd formats
+// it. Never the body, a header value or the query string.
+struct ExchangeLog {
+    std::string remote;
+    std::string method;  // empty when the request line could not be read
+    std::string path;
+    int status = 0;
+    std::string account;         // from the API: who was authenticated
+    std::string internal_error;  // from the API: a detail for the log only
+};
+
+class ConsoleServer {
+public:
+    using Logger = std::function<void(const ExchangeLog &)>;
+
+    ConsoleServer(ConsoleApi &api, ConsoleServerLimits limits, Logger log);
+    ~ConsoleServer();
+
+    // Binds (SO_REUSEADDR); false with errno-style detail in `error`.
+    bool bind(const std::string &host, int port, std::string &error);
+
+    struct Stopped {
+        bool all_answered = true;  // every request in flight was answered in time
+        bool workers_idle = true;  // false: a worker is still in the API; do not
+                                   // destroy the store under it, _exit instead
+    };
+
+    // Serves until SIGTERM or SIGINT: then stops accepting, closes idle and
+    // half-read connections, lets in-flight requests finish and answer
+    // (Connection: close) within stop_timeout.
+    Stopped run();
+
+    struct Impl;  // the event loop and its connections, in console_server.cc
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keyauth

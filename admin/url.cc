@@ -1,0 +1,50 @@
+#include "url.h"
+
+namespace keyauth {
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+}  // namespace
+
+bool percent_decode(std::string_view in, std::string &out, bool plus_is_space) {
+    out.clear();
+    out.reserve(in.size());
+    for (size_t i = 0; i < in.size(); i++) {
+        char c = in[i];
+        if (c == '%') {
+            if (i + 2 >= in.size()) return false;
+            int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return false;
+            out.push_back(static_cast<char>(hi * 16 + lo));
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out.push_back(' ');
+        } else {
+            out.push_back(c);
+        }
+    }
+    return true;
+}
+
+QueryParam query_param(std::string_view query, std::string_view name, std::string &value) {
+    while (!query.empty()) {
+        size_t amp = query.find('&');
+        std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        size_t eq = pair.find('=');
+        std::string key;
+        if (!percent_decode(pair.substr(0, eq), key, true)) return QueryParam::kBad;
+        if (key != name) continue;
+        std::string_view raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+        return percent_decode(raw, value, true) ? QueryParam::kFound : QueryParam::kBad;
+    }
+    return QueryParam::kAbsent;
+}
+
+}  // namespace keyauth
