@@ -195,10 +195,9 @@ private:
                                                                : "The request body took too long"));
         }
         if (ec == http::error::header_limit) {
-            // Still inside the request line: the target is what is too long.
-            auto data = buffer_.cdata();
-            std::string_view seen(static_cast<const char *>(data.data()), data.size());
-            if (seen.find('\n') == std::string_view::npos) {
+            // The parser fills in the target once the request line is whole:
+            // without one, the line itself is what is too long.
+            if (parser_->get().target().empty()) {
                 return respond(server_error(414, "URI_TOO_LONG", "The request target is too long"));
             }
             return respond(server_error(431, "HEADERS_TOO_LARGE", "The request head is over 16 KiB"));
