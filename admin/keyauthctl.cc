@@ -105,7 +105,11 @@ const std::vector<Command> kCommands = {
       {"rate", true, false},
       {"count", false, false}},
      true},
-    {"key", "list", {}, {{"account", true, false}, {"limit", false, false}, {"cursor", false, false}}, true},
+    {"key",
+     "list",
+     {},
+     {{"account", true, false}, {"limit", false, false}, {"cursor", false, false}},
+     true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
     {"plans", "import", {"FILE"}, {}, true},
     {"plans", "list", {}, {}, true},
@@ -169,7 +173,8 @@ Args split_args(int argc, char **argv, bool &as_json) {
             std::exit(0);
         }
         // "-1", "-0.5": a (bad) number, for the command to judge
-        const bool option = s.size() > 1 && s[0] == '-' && !(std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
+        const bool number = s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
+        const bool option = s.size() > 1 && s[0] == '-' && !number;
         if (!option) {
             a.words.push_back(s);
             continue;

@@ -13,7 +13,7 @@ ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
     u_char                    *q;
     ngx_int_t                  rc;
     ngx_str_t                  code, message, value, body;
-    ka_str_t                   base, uri, raw, id;
+    ka_str_t                   base, uri, raw, *client, id;
     ngx_table_elt_t           *h;
     ka_plans_result_t          res;
     ka_plans_route_e           route;
@@ -40,18 +40,19 @@ ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
     uri.data = (const char *) r->uri.data;
     uri.len = r->uri.len;
 
+    client = NULL;
+
     if (!r->internal && r->valid_unparsed_uri) {
+        /* the request target as sent, without its query string */
         raw.data = (const char *) r->unparsed_uri.data;
         q = ngx_strlchr(r->unparsed_uri.data,
                         r->unparsed_uri.data + r->unparsed_uri.len, '?');
         raw.len = (q ? q : r->unparsed_uri.data + r->unparsed_uri.len)
                   - r->unparsed_uri.data;
+        client = &raw;
     }
 
-    route = ka_plans_route(base, uri,
-                           (!r->internal && r->valid_unparsed_uri) ? &raw
-                                                                   : NULL,
-                           &id);
+    route = ka_plans_route(base, uri, client, &id);
 
     switch (route) {
 
