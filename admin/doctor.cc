@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "edge_store.h"
+#include "permissions.h"
 
 namespace keyauth {
 namespace {
@@ -75,7 +76,7 @@ std::vector<Finding> diagnose(const std::string &path, const std::optional<std::
             out.push_back({L::kFail, std::string(file) + " is missing; create the store with keyauthctl init"});
             return out;
         }
-        if (st.st_mode & 0007) {
+        if ((st.st_mode & 0007) && !(st.st_mode & S_IWOTH)) {
             out.push_back({L::kWarn, std::string(file) + " is accessible to other users (mode " +
                                          octal(st.st_mode) + "); 0660 is enough"});
         }
@@ -84,9 +85,16 @@ std::vector<Finding> diagnose(const std::string &path, const std::optional<std::
                                          "): nginx workers of the group cannot take a reader slot"});
         }
     }
-    if (dir.st_mode & 0007) {
+    if ((dir.st_mode & 0007) && !(dir.st_mode & S_IWOTH)) {
         out.push_back({L::kWarn, path + " is accessible to other users (mode " + octal(dir.st_mode) +
                                      "); 2770 is enough"});
+    }
+    // what keyauthctl and keyauthd refuse to open
+    for (const auto &w : writable_by_others(path)) {
+        out.push_back({L::kFail, w.path + " is writable by other users (mode " + octal(w.mode) +
+                                     "): they could forge or revoke keys, and keyauthctl and "
+                                     "keyauthd refuse the store; fix: " +
+                                     permission_fix(w)});
     }
     struct group *gr = getgrgid(dir.st_gid);
     out.push_back({L::kOk, "directory mode " + octal(dir.st_mode) + ", group " +

@@ -4,6 +4,7 @@
 //
 // Exit status: 0 done, 1 the store refused (not found, invalid input, I/O),
 // 2 usage error.
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -52,17 +53,78 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
   --db PATH       the LMDB environment directory (or $KEYAUTH_DB); created if missing
   --json          machine-readable output
   --map-size MIB  a map of at least this size (default: as the store was last
-                  written, 4096 for a new store)
+                  written, 4096 for a new store); not for doctor
+
+Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE";
+only --scope may be given more than once. An unknown command or option, a
+missing value, a repeated option or an extra argument is a usage error
+(exit 2); a store that refuses the request exits 1.
 )";
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// An argument echoed in a message: a secret pasted there is masked, then cut.
+std::string shown(std::string s) {
+    keyauth::redact_secrets(s.data(), s.size());
+    if (s.size() > 80) s.resize(80);
+    return s;
+}
+
+// Every command: its words, its positional arguments (names, for messages),
+// and the options it takes, each with a value. Nothing else is accepted:
+// an unknown command or option, an option given twice (but a repeatable
+// one), a missing value or a stray argument is a usage error.
+struct Opt {
+    const char *name;
+    bool required;
+    bool repeatable;
+};
+
+struct Command {
+    const char *group;
+    const char *verb;  // "" for a command of one word
+    std::vector<const char *> positionals;
+    std::vector<Opt> options;
+    bool opens_store;  // and so takes --map-size
+};
+
+const std::vector<Command> kCommands = {
+    {"init", "", {}, {}, true},
+    {"doctor", "", {}, {{"user", false, false}}, false},
+    {"account", "create", {}, {{"name", true, false}, {"entitlement", true, false}}, true},
+    {"account", "list", {}, {}, true},
+    {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
+    {"key",
+     "create",
+     {},
+     {{"account", true, false},
+      {"name", true, false},
+      {"scope", true, true},
+      {"rate", true, false},
+      {"count", false, false}},
+     true},
+    {"key",
+     "list",
+     {},
+     {{"account", true, false}, {"limit", false, false}, {"cursor", false, false}},
+     true},
+    {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
+    {"plans", "import", {"FILE"}, {}, true},
+    {"plans", "list", {}, {}, true},
+    {"fx", "set", {"RATE"}, {}, true},
+    {"fx", "show", {}, {}, true},
+};
+
+// Options every command takes (--map-size: those that open the store).
+const char *const kGlobalOptions[] = {"db", "map-size"};
+
 // "--flag value" options (repeatable) plus positional words.
 struct Args {
     std::vector<std::string> words;
     std::map<std::string, std::vector<std::string>> options;
+    const Command *command = nullptr;
 
     std::optional<std::string> opt(const std::string &name) const {
         auto it = options.find(name);
@@ -81,25 +143,114 @@ struct Args {
     }
 };
 
-Args parse_args(int argc, char **argv, bool &as_json, std::string &db) {
+bool known_option(const std::string &name) {
+    for (const char *g : kGlobalOptions)
+        if (name == g) return true;
+    for (const auto &c : kCommands)
+        for (const auto &o : c.options)
+            if (name == o.name) return true;
+    return false;
+}
+
+// Splits the command line into words and options; "--name=value" and
+// "--name value" alike, "--" ends the options. A value that starts with
+// "--" is taken for a forgotten one (write --name=VALUE to pass it).
+Args split_args(int argc, char **argv, bool &as_json) {
     Args a;
+    bool json_seen = false, only_words = false;
     for (int i = 1; i < argc; i++) {
         std::string s = argv[i];
-        if (s == "--json") {
-            as_json = true;
-        } else if (s == "-h" || s == "--help") {
+        if (only_words) {
+            a.words.push_back(s);
+            continue;
+        }
+        if (s == "--") {
+            only_words = true;
+            continue;
+        }
+        if (s == "-h" || s == "--help") {
             std::fputs(kUsage, stdout);
             std::exit(0);
-        } else if (s.rfind("--", 0) == 0) {
-            if (i + 1 >= argc) throw UsageError(s + " needs a value");
-            std::string name = s.substr(2);
-            if (name == "db") db = argv[++i];
-            else a.options[name].push_back(argv[++i]);
-        } else {
-            a.words.push_back(s);
         }
+        // "-1", "-0.5": a (bad) number, for the command to judge
+        const bool number = s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
+        const bool option = s.size() > 1 && s[0] == '-' && !number;
+        if (!option) {
+            a.words.push_back(s);
+            continue;
+        }
+        if (s.rfind("--", 0) != 0) throw UsageError("unknown option \"" + shown(s) + "\"");
+        std::string name = s.substr(2), value;
+        size_t eq = name.find('=');
+        const bool inline_value = eq != std::string::npos;
+        if (inline_value) {
+            value = name.substr(eq + 1);
+            name.resize(eq);
+        }
+        if (name == "json") {
+            if (inline_value) throw UsageError("--json takes no value");
+            if (json_seen) throw UsageError("--json given more than once");
+            json_seen = as_json = true;
+            continue;
+        }
+        if (!known_option(name)) throw UsageError("unknown option \"--" + shown(name) + "\"");
+        if (!inline_value) {
+            if (i + 1 >= argc) throw UsageError("--" + name + " needs a value");
+            value = argv[++i];
+            if (value.size() > 2 && value.rfind("--", 0) == 0)
+                throw UsageError("--" + name + " needs a value, not the option \"" + shown(value) +
+                                 "\" (to pass a value that starts with \"--\", write --" + name +
+                                 "=VALUE)");
+        }
+        a.options[name].push_back(value);
     }
     return a;
+}
+
+// Finds the command and checks its arguments against it, before anything
+// opens (and so creates) the store.
+void check_args(Args &a) {
+    if (a.words.empty()) throw UsageError("no command");
+    const std::string &group = a.words[0];
+    std::string verbs;
+    bool group_known = false;
+    for (const auto &c : kCommands) {
+        if (group != c.group) continue;
+        group_known = true;
+        if (*c.verb == '\0') {
+            a.command = &c;
+            break;
+        }
+        verbs += std::string(verbs.empty() ? "" : ", ") + c.verb;
+        if (a.words.size() > 1 && a.words[1] == c.verb) {
+            a.command = &c;
+            break;
+        }
+    }
+    if (!group_known) throw UsageError("unknown command \"" + shown(group) + "\"");
+    if (a.command == nullptr) {
+        if (a.words.size() < 2) throw UsageError(group + " needs a command: " + verbs);
+        throw UsageError("unknown " + group + " command \"" + shown(a.words[1]) + "\"");
+    }
+    const Command &c = *a.command;
+    const std::string name = *c.verb ? std::string(c.group) + " " + c.verb : std::string(c.group);
+    const size_t first = *c.verb ? 2 : 1;
+    if (a.words.size() > first + c.positionals.size())
+        throw UsageError("unexpected argument \"" + shown(a.words[first + c.positionals.size()]) +
+                         "\" after " + name);
+    if (a.words.size() < first + c.positionals.size())
+        throw UsageError(name + " needs " + c.positionals[a.words.size() - first]);
+    for (const auto &[opt, values] : a.options) {
+        const Opt *spec = nullptr;
+        for (const auto &o : c.options)
+            if (opt == o.name) spec = &o;
+        const bool global = opt == "db" || (opt == "map-size" && c.opens_store);
+        if (spec == nullptr && !global) throw UsageError(name + " does not take --" + opt);
+        if (values.size() > 1 && !(spec && spec->repeatable))
+            throw UsageError("--" + opt + " given more than once");
+    }
+    for (const auto &o : c.options)
+        if (o.required && !a.options.count(o.name)) throw UsageError(name + " needs --" + o.name);
 }
 
 uint32_t parse_u32(const std::string &s, const char *what) {
@@ -295,8 +446,9 @@ int main(int argc, char **argv) {
     bool as_json = false;
     std::string db = getenv("KEYAUTH_DB") ? getenv("KEYAUTH_DB") : "";
     try {
-        Args a = parse_args(argc, argv, as_json, db);
-        if (a.words.empty()) throw UsageError("no command");
+        Args a = split_args(argc, argv, as_json);
+        check_args(a);
+        if (auto given = a.opt("db")) db = *given;
         if (db.empty()) throw UsageError("no --db PATH (or $KEYAUTH_DB)");
         const std::string &group = a.words[0];
         if (group == "doctor") {
@@ -317,9 +469,6 @@ int main(int argc, char **argv) {
             print(as_json, json{{"findings", arr}}, text);
             return failed ? 1 : 0;
         }
-        if (group != "account" && group != "key" && group != "init" && group != "plans" &&
-            group != "fx")
-            throw UsageError("unknown command \"" + group + "\"");
         size_t map_size = 0;
         if (auto mib = a.opt("map-size")) {
             uint32_t n = parse_u32(*mib, "--map-size");

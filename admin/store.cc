@@ -12,6 +12,7 @@
 #include "keyauth_schema.h"
 #include "le.h"
 #include "money.h"
+#include "permissions.h"
 #include "scope.h"
 #include "sha256.h"
 
@@ -201,6 +202,7 @@ void validate_catalog(const std::vector<PlanRecord> &plans) {
 Store::Store(const std::string &path, size_t map_size)
     : env_(lmdb::env::create()), clock_(wall_clock_ms) {
     mkdir_p(path);
+    require_private_store(path);  // before LMDB opens (or creates) a file
     const bool fresh = !exists(path + "/data.mdb");
     env_.set_max_dbs(KA_DB_COUNT);
     env_.set_max_readers(kMaxReaders);

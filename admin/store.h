@@ -64,7 +64,8 @@ public:
 
     // Opens (creating if needed) the environment directory at path, with a
     // map of at least map_size bytes, and never less than the store was last
-    // written with; 0: as written, kDefaultMapSize for a new store.
+    // written with; 0: as written, kDefaultMapSize for a new store. Refuses
+    // (StorePermissionError, permissions.h) a store other users can write.
     explicit Store(const std::string &path, size_t map_size = 0);
 
     // Injected wall clock (ms since the epoch), for tests.

@@ -42,19 +42,21 @@ static char *ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
-/* The content handlers' directives: which handler, and whether it reads the
- * store (so needs keyauth_db). */
+/* The content handlers' directives: which handler, whether it reads the
+ * store (so needs keyauth_db), and whether it routes by the location's
+ * prefix (so needs a prefix or exact-match location to take it from). */
 typedef struct {
     ngx_http_handler_pt       handler;
     ngx_uint_t                needs_db;
+    ngx_uint_t                needs_prefix;
 } ngx_http_keyauth_content_t;
 
 static ngx_http_keyauth_content_t  ngx_http_keyauth_plans_content =
-    { ngx_http_keyauth_plans_handler, 1 };
+    { ngx_http_keyauth_plans_handler, 1, 1 };
 static ngx_http_keyauth_content_t  ngx_http_keyauth_ip_content =
-    { ngx_http_keyauth_ip_handler, 0 };
+    { ngx_http_keyauth_ip_handler, 0, 0 };
 static ngx_http_keyauth_content_t  ngx_http_keyauth_status_content =
-    { ngx_http_keyauth_status_handler, 1 };
+    { ngx_http_keyauth_status_handler, 1, 0 };
 static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
@@ -605,6 +607,21 @@ ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_keyauth_main_conf_t  *kmcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (content->needs_prefix
+        && (clcf->named || clcf->noname
+#if (NGX_PCRE)
+            || clcf->regex != NULL
+#endif
+           ))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" needs a prefix or exact-match location, "
+                           "such as \"location /api/plans\": the paths it "
+                           "answers are relative to that prefix", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
     clcf->handler = content->handler;
 
     if (content->needs_db) {

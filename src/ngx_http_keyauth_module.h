@@ -53,8 +53,8 @@ ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
 ngx_uint_t ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data);
 
 /* What follows the location's prefix in the (decoded) URI, without its
- * leading "/": the {id} of /api/plans/{id}, the {ip_address} of
- * /v1/ip/{ip_address}. Empty when nothing follows. */
+ * leading "/": the {ip_address} of /v1/ip/{ip_address}. Empty when nothing
+ * follows. (keyauth_plans routes exactly: ka_plans_route.) */
 void ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail);
 
 

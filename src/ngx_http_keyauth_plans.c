@@ -10,22 +10,69 @@ static ngx_str_t  ngx_http_keyauth_cache_control_name =
 ngx_int_t
 ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
 {
-    ngx_int_t           rc;
-    ngx_str_t           id, code, message, value, body;
-    ngx_table_elt_t    *h;
-    ka_plans_result_t   res;
+    u_char                    *q;
+    ngx_int_t                  rc;
+    ngx_str_t                  code, message, value, body;
+    ka_str_t                   base, uri, raw, *client, id;
+    ngx_table_elt_t           *h;
+    ka_plans_result_t          res;
+    ka_plans_route_e           route;
+    ngx_http_core_loc_conf_t  *clcf;
 
     rc = ngx_http_keyauth_get_only(r);
     if (rc != NGX_DECLINED) {
         return rc;
     }
 
-    /* "/api/plans" or "/api/plans/" is the catalog, "/api/plans/{id}" a plan */
+    /*
+     * "/api/plans" or "/api/plans/" is the catalog, "/api/plans/{id}" a
+     * plan, relative to the location's prefix (a prefix or exact-match
+     * location: the directive refuses others). The client's own spelling
+     * of the path must be the normalized one nginx matched the location
+     * with; a URI the configuration made (rewrite, internal redirect,
+     * subrequest) is taken as it is.
+     */
 
-    ngx_http_keyauth_uri_tail(r, &id);
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-    ka_edge_plans(ngx_http_keyauth_edge(r->connection->log),
-                  id.len ? (const char *) id.data : NULL, id.len, &res);
+    base.data = (const char *) clcf->name.data;
+    base.len = clcf->name.len;
+    uri.data = (const char *) r->uri.data;
+    uri.len = r->uri.len;
+
+    client = NULL;
+
+    if (!r->internal && r->valid_unparsed_uri) {
+        /* the request target as sent, without its query string */
+        raw.data = (const char *) r->unparsed_uri.data;
+        q = ngx_strlchr(r->unparsed_uri.data,
+                        r->unparsed_uri.data + r->unparsed_uri.len, '?');
+        raw.len = (q ? q : r->unparsed_uri.data + r->unparsed_uri.len)
+                  - r->unparsed_uri.data;
+        client = &raw;
+    }
+
+    route = ka_plans_route(base, uri, client, &id);
+
+    switch (route) {
+
+    case KA_PLANS_ROUTE_CATALOG:
+        ka_edge_plans(ngx_http_keyauth_edge(r->connection->log), NULL, 0,
+                      &res);
+        break;
+
+    case KA_PLANS_ROUTE_PLAN:
+        ka_edge_plans(ngx_http_keyauth_edge(r->connection->log), id.data,
+                      id.len, &res);
+        break;
+
+    default: /* KA_PLANS_ROUTE_NOT_FOUND */
+        ngx_str_set(&code, "PLAN_NOT_FOUND");
+        ngx_str_set(&message, "No plan at this path: a plan is read at "
+                              "/api/plans/{id}, the id spelled exactly");
+        return ngx_http_keyauth_send_error(r, NGX_HTTP_NOT_FOUND, &code,
+                                           &message);
+    }
 
     switch (res.status) {
 

@@ -51,6 +51,12 @@ my @bad = (
     ['keyauth_plans needs the store',
      "server { listen 127.0.0.1:1; location /api/plans { keyauth_plans; } }",
      qr/"keyauth_plans" needs "keyauth_db" in the http block/],
+    ['keyauth_plans needs a prefix location, not a regex',
+     "keyauth_db $db;\nserver { location ~ ^/api/plans { keyauth_plans; } }",
+     qr/"keyauth_plans" needs a prefix or exact-match location, such as "location \/api\/plans".* in \S+test\.conf:5/],
+    ['keyauth_plans needs a prefix location, not a named one',
+     "keyauth_db $db;\nserver { location \@plans { keyauth_plans; } }",
+     qr/"keyauth_plans" needs a prefix or exact-match location/],
     ['keyauth_status needs the store',
      "server { listen 127.0.0.1:1; location /s { keyauth_status; } }",
      qr/"keyauth_status" needs "keyauth_db" in the http block/],
@@ -78,6 +84,11 @@ for my $case (@bad) {
 my ($rc, $out) = nginx_t("keyauth_db $db;\nkeyauth on;\nkeyauth_scope ip:read tools.v2:run-job;\n"
                          . "server { listen 127.0.0.1:1; location /open { keyauth off; } }");
 is $rc, 0, 'a valid configuration passes nginx -t' or diag $out;
+
+($rc, $out) = nginx_t("keyauth_db $db;\nserver { listen 127.0.0.1:1;\n"
+                      . "location = /api/plans { keyauth_plans; }\n"
+                      . "location ^~ /api/plans/ { keyauth_plans; } }");
+is $rc, 0, 'keyauth_plans in exact-match and ^~ prefix locations passes nginx -t' or diag $out;
 
 ($rc, $out) = nginx_t("server { listen 127.0.0.1:1; location /v1/ip/ { ip_lookup; } }");
 is $rc, 0, 'ip_lookup alone needs no store' or diag $out;

@@ -1,6 +1,6 @@
 # The public plan catalog at the edge: ordering, live USD prices from the
-# current exchange rate, one plan by id for the payment service, ETag/304,
-# and atomic catalog replacement under load.
+# current exchange rate, one plan by id for the payment service (exact paths
+# only), ETag/304, methods, and atomic catalog replacement under load.
 use strict;
 use warnings;
 use FindBin;
@@ -17,6 +17,8 @@ my $seed = KeyauthTest::root() . '/lmdb_schema/plans.json';
 $t->start_nginx(locations => <<'LOC');
         keyauth on;
         location /api/plans { keyauth off; keyauth_plans; }
+        location /billing/plans/ { keyauth off; keyauth_plans; }
+        location /old-plans/ { rewrite ^/old-plans/(.*)$ /api/plans/$1 last; }
 LOC
 
 sub get { $t->request(GET => @_) }
@@ -82,7 +84,82 @@ subtest 'one plan, for the payment service' => sub {
     is get('/api/plans/' . ('a' x 500))->{status}, 404, 'a long id: 404';
     is get('/api/plans/')->{status}, 200, 'trailing slash: the catalog';
     is get('/api/plans/PLUS-5K')->{status}, 404, 'ids are case-sensitive';
-    is KeyauthTest::json_body(get('/api/plans/plus%2D5k'))->{id}, 'plus-5k', 'a percent-encoded id is decoded by nginx';
+};
+
+# Matching is exact on the normalized URI, and a plan is served only for a
+# path the client spelled in that normal form: a 200 for /api/plans/{id}
+# means that very id exists (the payment service's check).
+subtest 'routing: only the exact paths answer' => sub {
+    my %is_plan = (
+        '/api/plans/plus-5k'          => 'the id exactly',
+        '/api/plans/plus-5k?x=1'      => 'a query string is not part of the path',
+        '/api/plans/plus-5k?a=/../b'  => '... whatever it holds',
+        '/billing/plans/plus-5k'      => 'under another prefix (location /billing/plans/)',
+        '/old-plans/plus-5k'          => 'a URI made by a rewrite is taken as it is',
+        'http://localhost/api/plans/plus-5k' => 'an absolute-form request target',
+    );
+    for my $path (sort keys %is_plan) {
+        my $res = get($path);
+        is $res->{status}, 200, "$path: 200 ($is_plan{$path})";
+        is((KeyauthTest::json_body($res) // {})->{id}, 'plus-5k', "$path: the plan");
+    }
+    for my $path ('/api/plans?x=1', '/billing/plans/', '/old-plans/') {
+        my $res = get($path);
+        is $res->{status}, 200, "$path: 200";
+        is scalar @{ (KeyauthTest::json_body($res) // {})->{plans} // [] }, 10, "$path: the catalog";
+    }
+    my %not_found = (
+        # prefixes and suffixes around the location and the id
+        '/api/plansplus-5k'            => 'the prefix location also matches this',
+        '/api/plans-plus-5k'           => 'the prefix followed by a dash',
+        '/api/plans.json'              => 'the prefix with an extension',
+        '/api/plans/plus-5k.json'      => 'the id with an extension',
+        '/api/plans/plus-5kx'          => 'a longer id',
+        '/api/plans/xplus-5k'          => 'a longer id, in front',
+        '/api/plans/plus'              => 'a shorter id',
+        '/api/plans/plus-5k/x'         => 'a deeper path',
+        '/api/plans/plus-5k/'          => 'a trailing slash on an id',
+        '/api/plans/plus-5k;v=1'       => 'a path parameter',
+        # percent-encoded characters: plan ids never need encoding
+        '/api/plans/plus%2D5k'         => 'an encoded "-" inside the id',
+        '/api/plans/plus-5k%2d'        => 'an encoded "-" after the id',
+        '/api/plans/%70lus-5k'         => 'an encoded letter',
+        '/api/plans%2Fplus-5k'         => 'an encoded slash before the id',
+        '/api/plans/plus-5k%2F'        => 'an encoded slash after the id',
+        '/api/%70lans/plus-5k'         => 'an encoded letter in the prefix',
+        '/api/plans/plus-5k%20'        => 'an encoded space',
+        # dot segments, plain and encoded
+        '/api/plans/./plus-5k'         => 'a "." segment',
+        '/api/plans/x/../plus-5k'      => 'a ".." segment',
+        '/api/x/../plans/plus-5k'      => 'a ".." segment before the prefix',
+        '/api/plans/%2e/plus-5k'       => 'an encoded "." segment',
+        '/api/plans/x%2F..%2Fplus-5k'  => 'an encoded ".." segment',
+        '/api/plans/plus-5k/.'         => 'a "." segment after the id',
+        '/api/plans/.'                 => 'a "." segment for the catalog',
+        # double slashes
+        '/api/plans//plus-5k'          => 'a double slash before the id',
+        '/api//plans/plus-5k'          => 'a double slash inside the prefix',
+        '//api/plans/plus-5k'          => 'a double slash in front',
+        '/api/plans//'                 => 'a double slash for the catalog',
+        # a fragment has no place in a request target
+        '/api/plans/plus-5k#x'         => 'a fragment',
+        # the same rules under another prefix
+        '/billing/plans/plus%2D5k'     => 'another prefix: encoded',
+        '/billing/plans/plus-5k/'      => 'another prefix: trailing slash',
+    );
+    for my $path (sort keys %not_found) {
+        my $res = get($path);
+        is $res->{status}, 404, "$path: 404 ($not_found{$path})";
+        my $body = KeyauthTest::json_body($res) // {};
+        is_deeply [sort keys %$body], ['error'], "$path: the error layout";
+        is $body->{error}{code}, 'PLAN_NOT_FOUND', "$path: PLAN_NOT_FOUND";
+        like $body->{error}{message} // '', qr/\S/, "$path: with a message";
+        like KeyauthTest::header($res, 'Content-Type') // '', qr{^application/json}, "$path: JSON";
+    }
+    my $head = $t->request(HEAD => '/api/plans/plus-5k%2D');
+    is $head->{status}, 404, 'HEAD of a non-exact path: 404';
+    is $head->{body}, '', '... without a body';
+    is $t->request(HEAD => '/api/plans/plus-5k')->{status}, 200, 'HEAD of a plan: 200';
 };
 
 subtest 'a new exchange rate shows at once' => sub {
@@ -112,10 +189,14 @@ subtest 'conditional requests, HEAD and other methods' => sub {
     is $head->{status}, 200, 'HEAD: 200';
     is $head->{body}, '', 'HEAD: no body';
     is KeyauthTest::header($head, 'Content-Length'), length($res->{body}), 'HEAD: same length';
-    my $post = $t->request(POST => '/api/plans', \'{}');
-    is $post->{status}, 405, 'POST: 405';
-    is KeyauthTest::header($post, 'Allow'), 'GET, HEAD', 'Allow: GET, HEAD';
-    is code_of($post), 'METHOD_NOT_ALLOWED', 'METHOD_NOT_ALLOWED';
+    for my $method (qw(POST PUT PATCH DELETE OPTIONS)) {
+        for my $path ('/api/plans', '/api/plans/plus-5k', '/api/plansplus-5k') {
+            my $res = $t->request($method => $path, \'{}');
+            is $res->{status}, 405, "$method $path: 405";
+            is KeyauthTest::header($res, 'Allow'), 'GET, HEAD', "$method $path: Allow: GET, HEAD";
+            is code_of($res), 'METHOD_NOT_ALLOWED', "$method $path: METHOD_NOT_ALLOWED";
+        }
+    }
 };
 
 subtest 'bad catalogs are refused whole, the old one stays' => sub {

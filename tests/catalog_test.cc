@@ -195,3 +195,96 @@ TEST_F(EdgeCatalogTest, PaymentServiceLookupInProcess) {
     EXPECT_FALSE(store.find_plan("nope"));
     EXPECT_FALSE(store.find_plan(std::string(1000, 'a')));
 }
+
+// Routing under a keyauth_plans location: exact on the normalized URI, and
+// only for a path the client spelled in that normal form.
+namespace {
+
+PlanRoute route(std::string_view uri, std::string_view base = "/api/plans") {
+    return route_plans(base, uri, &uri);  // the client sent exactly uri
+}
+
+}  // namespace
+
+TEST(PlanRoute, TheCatalogAndOnePlan) {
+    using K = PlanRoute::Kind;
+    EXPECT_EQ(route("/api/plans").kind, K::kCatalog);
+    EXPECT_EQ(route("/api/plans/").kind, K::kCatalog);
+    auto one = route("/api/plans/plus-5k");
+    EXPECT_EQ(one.kind, K::kPlan);
+    EXPECT_EQ(one.id, "plus-5k");
+    // the id is passed on as it is; the lookup decides (case-sensitive)
+    EXPECT_EQ(route("/api/plans/PLUS-5K").id, "PLUS-5K");
+}
+
+TEST(PlanRoute, AnythingElseUnderTheLocationIsNotFound) {
+    using K = PlanRoute::Kind;
+    for (std::string_view uri : {
+             "/api/plansplus-5k",       // a prefix location also matches this
+             "/api/plans-plus-5k",
+             "/api/plans.json",
+             "/api/plans/plus-5k/",     // a trailing slash after an id
+             "/api/plans/plus-5k/x",    // deeper
+             "/api/plans//plus-5k",     // an empty segment (merge_slashes off)
+             "/api/plans//",
+             "/api/plans///",
+             "/api/plan",               // shorter than the prefix
+             "/other",
+             "",
+         }) {
+        EXPECT_EQ(route(uri).kind, K::kNotFound) << uri;
+    }
+}
+
+TEST(PlanRoute, TheClientMustSpellTheNormalForm) {
+    using K = PlanRoute::Kind;
+    struct Case {
+        std::string_view raw, uri;  // as sent, and as nginx normalized it
+    };
+    for (const Case &c : {
+             Case{"/api/plans/plus%2D5k", "/api/plans/plus-5k"},
+             Case{"/api/plans/plus-5k%2d", "/api/plans/plus-5k-"},
+             Case{"/api/plans%2Fplus-5k", "/api/plans/plus-5k"},
+             Case{"/api/plans/./plus-5k", "/api/plans/plus-5k"},
+             Case{"/api/plans/x/../plus-5k", "/api/plans/plus-5k"},
+             Case{"/api/plans/x%2F..%2Fplus-5k", "/api/plans/plus-5k"},
+             Case{"/api/plans//plus-5k", "/api/plans/plus-5k"},
+             Case{"/api//plans/plus-5k", "/api/plans/plus-5k"},
+             Case{"/api/plans/plus-5k#", "/api/plans/plus-5k"},
+             Case{"/api/plans/.", "/api/plans/"},
+             Case{"/api/%70lans", "/api/plans"},
+         }) {
+        EXPECT_EQ(route_plans("/api/plans", c.uri, &c.raw).kind, K::kNotFound) << c.raw;
+        // a URI the configuration made (rewrite, internal redirect) is taken
+        // as it is
+        EXPECT_NE(route_plans("/api/plans", c.uri, nullptr).kind, K::kNotFound) << c.raw;
+    }
+}
+
+TEST(PlanRoute, TheBaseIsTheLocationPrefix) {
+    using K = PlanRoute::Kind;
+    // location /api/plans/ : the same paths under it
+    EXPECT_EQ(route("/api/plans/", "/api/plans/").kind, K::kCatalog);
+    EXPECT_EQ(route("/api/plans/plus-5k", "/api/plans/").id, "plus-5k");
+    EXPECT_EQ(route("/api/plans/plus-5k/", "/api/plans/").kind, K::kNotFound);
+    // mounted elsewhere
+    EXPECT_EQ(route("/billing/plans", "/billing/plans").kind, K::kCatalog);
+    EXPECT_EQ(route("/billing/plans/basic", "/billing/plans").id, "basic");
+    EXPECT_EQ(route("/api/plans/basic", "/billing/plans").kind, K::kNotFound);
+    // location / : the root lists, one segment is a plan
+    EXPECT_EQ(route("/", "/").kind, K::kCatalog);
+    EXPECT_EQ(route("/basic", "/").id, "basic");
+    EXPECT_EQ(route("/basic/x", "/").kind, K::kNotFound);
+}
+
+TEST(PlanRoute, TheCApiMapsEveryVerdict) {
+    ka_str_t base{"/api/plans", 10}, id{nullptr, 0};
+    ka_str_t list{"/api/plans/", 11}, one{"/api/plans/basic", 16}, bad{"/api/plansbasic", 15};
+    EXPECT_EQ(ka_plans_route(base, list, &list, &id), KA_PLANS_ROUTE_CATALOG);
+    EXPECT_EQ(ka_plans_route(base, one, &one, &id), KA_PLANS_ROUTE_PLAN);
+    EXPECT_EQ(std::string(id.data, id.len), "basic");
+    EXPECT_EQ(ka_plans_route(base, bad, nullptr, &id), KA_PLANS_ROUTE_NOT_FOUND);
+    ka_str_t encoded{"/api/plans/b%61sic", 18};
+    EXPECT_EQ(ka_plans_route(base, one, &encoded, &id), KA_PLANS_ROUTE_NOT_FOUND);
+    EXPECT_EQ(ka_plans_route(base, one, nullptr, &id), KA_PLANS_ROUTE_PLAN);
+}

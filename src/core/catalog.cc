@@ -26,6 +26,19 @@ std::string inr_number(uint64_t paise) {
 
 }  // namespace
 
+PlanRoute route_plans(std::string_view base, std::string_view uri, const std::string_view *raw) {
+    using K = PlanRoute::Kind;
+    if (raw != nullptr && *raw != uri) return {K::kNotFound, {}};
+    if (!base.empty() && base.back() == '/') base.remove_suffix(1);
+    if (uri.size() < base.size() || uri.compare(0, base.size(), base) != 0) return {K::kNotFound, {}};
+    std::string_view rest = uri.substr(base.size());
+    if (rest.empty() || rest == "/") return {K::kCatalog, {}};
+    if (rest.front() != '/') return {K::kNotFound, {}};  // base + "plus-5k"
+    std::string_view id = rest.substr(1);
+    if (id.find('/') != std::string_view::npos) return {K::kNotFound, {}};
+    return {K::kPlan, id};
+}
+
 std::string render_plan(std::string_view id, const PlanRecordView &plan, uint64_t rate_micro) {
     char usd[kMoneyTextMax], rate[kRateTextMax];
     size_t usd_len = format_cents(usd_cents(plan.price_paise, rate_micro), usd);

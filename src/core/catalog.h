@@ -42,6 +42,26 @@ private:
     std::vector<std::pair<std::string, std::pair<size_t, size_t>>> index_;
 };
 
+// Where a request under a keyauth_plans location goes. Matching is exact on
+// nginx's normalized URI (uri: $uri, percent-decoded, "." and ".." resolved,
+// slashes merged unless merge_slashes is off), relative to base, the
+// location's prefix ("/api/plans"; one trailing '/' is ignored):
+//   base, base + "/"          the whole catalog
+//   base + "/" + ID           the plan ID (one non-empty segment, exactly)
+//   anything else             not found (base + "plus-5k", deeper paths,
+//                             empty segments, a trailing '/' after an id)
+// raw is the path as the client sent it (the request target before '?'),
+// or null when the configuration made the URI (rewrite, internal redirect,
+// subrequest). A raw path that differs from uri was not spelled in normal
+// form (percent-encoding, dot segments, doubled slashes, a '#'): not found,
+// so that a 200 for BASE/ID always means the client wrote that very ID.
+struct PlanRoute {
+    enum class Kind { kCatalog, kPlan, kNotFound };
+    Kind kind;
+    std::string_view id;  // kPlan: a view into uri
+};
+PlanRoute route_plans(std::string_view base, std::string_view uri, const std::string_view *raw);
+
 // Renders one catalog; exposed for the unit tests.
 std::string render_plan(std::string_view id, const PlanRecordView &plan, uint64_t rate_micro);
 

@@ -5,6 +5,23 @@
 
 #include "edge.h"
 
+extern "C" ka_plans_route_e ka_plans_route(ka_str_t base, ka_str_t uri, const ka_str_t *raw,
+                                           ka_str_t *id) {
+    std::string_view raw_view;
+    if (raw != nullptr) raw_view = std::string_view(raw->data, raw->len);
+    auto r = keyauth::route_plans(std::string_view(base.data, base.len),
+                                  std::string_view(uri.data, uri.len),
+                                  raw != nullptr ? &raw_view : nullptr);
+    *id = {r.id.data(), r.id.size()};
+    using K = keyauth::PlanRoute::Kind;
+    switch (r.kind) {
+    case K::kCatalog: return KA_PLANS_ROUTE_CATALOG;
+    case K::kPlan: return KA_PLANS_ROUTE_PLAN;
+    case K::kNotFound: break;
+    }
+    return KA_PLANS_ROUTE_NOT_FOUND;
+}
+
 extern "C" void ka_edge_plans(ka_edge_t *edge, const char *plan_id, size_t plan_id_len,
                               ka_plans_result_t *out) {
     std::memset(out, 0, sizeof *out);

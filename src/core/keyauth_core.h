@@ -96,6 +96,21 @@ typedef struct {
     char               reason[KA_REASON_LEN];
 } ka_plans_result_t;
 
+typedef enum {
+    KA_PLANS_ROUTE_CATALOG = 0,   /* the whole catalog */
+    KA_PLANS_ROUTE_PLAN,          /* one plan: id */
+    KA_PLANS_ROUTE_NOT_FOUND      /* 404 PLAN_NOT_FOUND */
+} ka_plans_route_e;
+
+/*
+ * Where a request under a keyauth_plans location goes (catalog.h says how):
+ * base is the location's prefix, uri nginx's normalized URI, raw the path
+ * as the client sent it (before '?') or NULL when the configuration made
+ * the URI. On KA_PLANS_ROUTE_PLAN, id points into uri.
+ */
+ka_plans_route_e ka_plans_route(ka_str_t base, ka_str_t uri, const ka_str_t *raw,
+    ka_str_t *id);
+
 /* plan_id == NULL: the whole catalog; else one plan. */
 void ka_edge_plans(ka_edge_t *edge, const char *plan_id, size_t plan_id_len,
     ka_plans_result_t *out);

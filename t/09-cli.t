@@ -1,0 +1,153 @@
+# keyauthctl's command line: every command takes only its own options and
+# arguments. An unknown command or option, an option given twice, a missing
+# value or a stray argument is a usage error (exit 2, the message and the
+# usage on stderr, nothing on stdout), found before the store is opened or
+# created; the valid forms keep working.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use KeyauthTest;
+
+my $t = KeyauthTest->new;
+my $ctl = $t->{ctl};
+my $db = $t->db;
+my $acc = $t->account;
+my $key = $t->key(account => $acc->{id});
+my $fresh = $t->dir . '/fresh';
+
+# keyauthctl ARGS exactly as given (no shell): (exit code, stdout, stderr).
+sub run_ctl_captured {
+    my (@args) = @_;
+    my ($out, $err) = map { $t->dir . "/cli.$_" } qw(out err);
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDOUT, '>', $out or die $!;
+        open STDERR, '>', $err or die $!;
+        exec { $ctl } $ctl, @args or die "exec: $!";
+    }
+    waitpid $pid, 0;
+    my $rc = $? >> 8;
+    my $slurp = sub { open my $fh, '<', $_[0] or return ''; local $/; <$fh> // '' };
+    return ($rc, $slurp->($out), $slurp->($err));
+}
+
+my $A = $acc->{id};
+my $K = $key->{id};
+my $seed = KeyauthTest::root() . '/lmdb_schema/plans.json';
+
+my @usage_errors = (
+    # unknown commands
+    [[], qr/no command/],
+    [['frobnicate'], qr/unknown command "frobnicate"/],
+    [['key'], qr/key needs a command: create, list, revoke/],
+    [['key', 'frob'], qr/unknown key command "frob"/],
+    [['fx'], qr/fx needs a command: set, show/],
+    # unknown options, also one valid elsewhere
+    [['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5,
+      '--expires-at', '2030-01-01T00:00:00Z'], qr/unknown option "--expires-at"/],
+    [['init', '--bogus'], qr/unknown option "--bogus"/],
+    [['key', 'list', '--account', $A, '--bogus', 1], qr/unknown option "--bogus"/],
+    [['init', '-x'], qr/unknown option "-x"/],
+    [['init', '--name', 'x'], qr/init does not take --name/],
+    [['key', 'list', '--account', $A, '--count', 5], qr/key list does not take --count/],
+    [['key', 'revoke', $K, '--rate', 5], qr/key revoke does not take --rate/],
+    [['account', 'list', '--user', 'www-data'], qr/account list does not take --user/],
+    [['doctor', '--map-size', 64], qr/doctor does not take --map-size/],
+    [['--json=yes', 'account', 'list'], qr/--json takes no value/],
+    # an option given twice
+    [['account', 'create', '--name', 'a', '--name', 'b', '--entitlement', 5], qr/--name given more than once/],
+    [['key', 'list', '--account', $A, '--limit', 1, '--limit', 2], qr/--limit given more than once/],
+    [['key', 'list', '--account', $A, '--account', $A], qr/--account given more than once/],
+    [['--db', $db, 'account', 'list'], qr/--db given more than once/],
+    [['--json', 'account', 'list'], qr/--json given more than once/],
+    [['--map-size', 64, '--map-size', 64, 'init'], qr/--map-size given more than once/],
+    # a missing value
+    [['account', 'create', '--entitlement', 5, '--name'], qr/--name needs a value$/m],
+    [['account', 'create', '--name', '--entitlement', 5], qr/--name needs a value, not the option "--entitlement"/],
+    [['key', 'list', '--limit', '--account', $A], qr/--limit needs a value/],
+    # a missing option
+    [['account', 'create', '--name', 'a'], qr/account create needs --entitlement/],
+    [['key', 'create', '--account', $A, '--name', 'n', '--rate', 5], qr/key create needs --scope/],
+    [['key', 'list'], qr/key list needs --account/],
+    # stray or missing arguments
+    [['init', 'now'], qr/unexpected argument "now" after init/],
+    [['account', 'list', 'all'], qr/unexpected argument "all" after account list/],
+    [['key', 'create', 'extra', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5],
+     qr/unexpected argument "extra" after key create/],
+    [['key', 'revoke', $K, $K], qr/unexpected argument "\Q$K\E" after key revoke/],
+    [['key', 'revoke'], qr/key revoke needs KEY_ID/],
+    [['plans', 'import', $seed, $seed], qr/unexpected argument .* after plans import/],
+    [['plans', 'import'], qr/plans import needs FILE/],
+    [['fx', 'set', '83', '84'], qr/unexpected argument "84" after fx set/],
+    [['fx', 'set'], qr/fx set needs RATE/],
+    [['fx', 'show', 'now'], qr/unexpected argument "now" after fx show/],
+    [['doctor', 'now'], qr/unexpected argument "now" after doctor/],
+    [['account', 'list', '--', '--json'], qr/unexpected argument "--json" after account list/],
+);
+
+for my $case (@usage_errors) {
+    my ($args, $re) = @$case;
+    my $name = "keyauthctl @$args";
+    my ($rc, $out, $err) = run_ctl_captured('--db', $db, '--json', @$args);
+    is $rc, 2, "$name: exit 2";
+    like $err, qr/^keyauthctl: /, "$name: an error message";
+    like $err, $re, "$name: says what is wrong";
+    like $err, qr/^usage: keyauthctl/m, "$name: and the usage";
+    is $out, '', "$name: nothing on stdout";
+}
+
+# found before the store is opened: nothing is created
+for my $args (['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5, '--bogus', 1],
+              ['init', 'extra'], ['account', 'create', '--name', 'a']) {
+    my ($rc) = run_ctl_captured('--db', $fresh, @$args);
+    is $rc, 2, "fresh store, @$args: exit 2";
+    ok !-e $fresh, "fresh store, @$args: nothing created";
+}
+
+# a secret pasted as a stray argument or an option is masked in the message
+my $secret = $key->{secret};
+for my $args (['init', $secret], ['init', "--$secret"]) {
+    my ($rc, undef, $err) = run_ctl_captured('--db', $db, @$args);
+    is $rc, 2, 'a secret as an argument: exit 2';
+    unlike $err, qr/\Q${\ substr($secret, 12) }\E/, 'the secret is masked';
+    like $err, qr/\Q$key->{prefix}\E\*+/, '(after its 12-character prefix)';
+}
+
+# nothing of the above changed the store
+my ($rc, $out, $err) = run_ctl_captured('--db', $db, '--json', 'key', 'list', '--account', $A);
+is $rc, 0, 'key list still works';
+is scalar @{ JSON::PP::decode_json($out)->{keys} }, 1, 'still the one key';
+
+# the valid forms
+($rc, $out) = run_ctl_captured('--db', $db, 'account', 'list', '--json');
+is $rc, 0, 'options after the command';
+like $out, qr/"accounts"/, '... --json applies';
+($rc, $out) = run_ctl_captured("--db=$db", '--json', 'account', 'create', '--name=--odd name', '--entitlement=60');
+is $rc, 0, '--name=VALUE, also for a value that starts with "--"';
+is JSON::PP::decode_json($out)->{name}, '--odd name', '... taken as it is';
+($rc, $out) = run_ctl_captured('--db', $db, '--json', 'key', 'create', '--account', $A, '--name', 'two',
+                               '--scope', 'ip:read', '--scope', 'geo:read', '--rate', 5, '--count', 2);
+is $rc, 0, '--scope repeated';
+is_deeply [sort @{ JSON::PP::decode_json($out)->{keys}[0]{scopes} }], ['geo:read', 'ip:read'], '... both scopes';
+($rc, $out) = run_ctl_captured('--db', $db, '--json', 'fx', 'set', '--', '83.5');
+is $rc, 0, '"--" ends the options';
+($rc, undef, $err) = run_ctl_captured('--db', $db, 'fx', 'set', '-1');
+is $rc, 2, 'fx set -1: exit 2';
+like $err, qr/fx set takes RATE/, '... judged as a rate, not taken for an option';
+($rc, $out) = run_ctl_captured('--db', $db, '--map-size', 64, '--json', 'fx', 'show');
+is $rc, 0, '--map-size before the command';
+{
+    local $ENV{KEYAUTH_DB} = $db;
+    ($rc, $out) = run_ctl_captured('--json', 'fx', 'show');
+    is $rc, 0, '$KEYAUTH_DB instead of --db';
+    like $out, qr/"83\.5"/, '... the same store';
+}
+for my $help ('-h', '--help') {
+    ($rc, $out, $err) = run_ctl_captured('key', $help);
+    is $rc, 0, "$help: exit 0";
+    like $out, qr/^usage: keyauthctl/, "$help: the usage on stdout";
+}
+
+done_testing;
