@@ -181,3 +181,23 @@ TEST(Redact, TouchesNothingButSecretsAndIsIdempotent) {
     EXPECT_EQ(once.find(secret.substr(12)), std::string::npos);
     EXPECT_EQ(once.find(token.substr(12)), std::string::npos);
 }
+
+// Found by review while writing the fuzzer's oracle: a run that ends with
+// "ka" glued to "_..." holds the start of the next secret. Skipping the run
+// missed that secret; masking the run first destroyed its head (the masker
+// before issue 13 did that to a secret glued after a 32-character run).
+TEST(Redact, ASecretStartingWithTheLastCharactersOfARun) {
+    std::string secret = generate_secret(kKeyPrefix);
+    std::string tail = secret.substr(12);
+    // a short run ending in "ka", then the secret's "_..."
+    std::string out = redacted("ka_123456789" + secret);
+    EXPECT_EQ(out, "ka_123456789**_" + secret.substr(3, 9) + std::string(29, '*'));
+    // a run of any length, too short to mask: "ka_abka_..."
+    EXPECT_EQ(redacted("ka_ab" + secret), "ka_ab" + masked_head(secret, secret.size()));
+    // a chain of heads
+    EXPECT_EQ(redacted("ka_ka_kac_" + secret.substr(3)), "ka_ka_kac_" + secret.substr(3, 8) + std::string(30, '*'));
+    // a secret whose last characters are "ka", followed by "_" and another one
+    std::string first = secret.substr(0, 39) + "ka", second = generate_secret(kKeyPrefix);
+    out = redacted(first + second.substr(2));
+    EXPECT_EQ(out, masked_head(first, first.size()) + "_" + second.substr(3, 9) + std::string(29, '*'));
+}

@@ -62,30 +62,57 @@ void mask(char *text, size_t from, size_t to) {
 
 size_t redact_secrets(char *text, size_t len) noexcept {
     size_t masked = 0;
+    // Bytes to mask once the head that starts among them has been read.
+    size_t pending_from = 0, pending_to = 0;
     size_t i = 0;
     while (i < len) {
         char c = text[i];
         size_t chars = 0;
-        size_t p = (c == 'k' || c == '%') ? secret_head(text, len, i, &chars) : 0;
-        if (p == 0) {
+        size_t body = (c == 'k' || c == '%') ? secret_head(text, len, i, &chars) : 0;
+        if (body == 0) {
             i++;
             continue;
         }
-        // Even glued to what precedes it ("Bearerka_..."), and whatever the
-        // run's length: a secret cut by a log writer is still a secret.
-        bool any = false;
+        mask(text, pending_from, pending_to);
+        pending_from = pending_to = 0;
+
+        // The run, whatever its length (a secret cut by a log writer is
+        // still a secret), even glued to what precedes it ("Bearerka_...").
+        // Its characters from the 12th on are masked: from mask_from on.
+        size_t p = body, mask_from = len, last[3] = {0, 0, 0};
         for (Char ch = char_at(text, len, p); ch.width != 0 && is_base62(ch.c);
              ch = char_at(text, len, p)) {
-            if (chars >= kDisplayPrefixLen) {
-                mask(text, p, p + ch.width);
-                any = true;
-            }
+            if (chars == kDisplayPrefixLen) mask_from = p;
+            last[0] = last[1];
+            last[1] = last[2];
+            last[2] = p;
             chars++;
             p += ch.width;
         }
+        if (mask_from > p) mask_from = p;
+
+        // Another secret may start with the run's last characters
+        // ("...ka" + "_..."): it is read before they are masked.
+        size_t next_head = p, unused;
+        Char next = char_at(text, len, p);
+        if (next.width != 0 && next.c == '_') {
+            for (size_t k = 0; k < 3 && next_head == p; k++) {
+                if (last[k] >= body &&
+                    secret_head(text, len, last[k], &unused) == p + next.width) {
+                    next_head = last[k];
+                }
+            }
+        }
+        size_t now_to = mask_from < next_head ? next_head : mask_from;
+        mask(text, mask_from, now_to);
+        if (now_to < p) {
+            pending_from = now_to;
+            pending_to = p;
+        }
+        bool any = mask_from < p;
+
         // A cut escape ("%" or "%4" where "%4A" was) would still tell a few
         // bits of the next character.
-        Char next = char_at(text, len, p);
         if (chars >= kDisplayPrefixLen && next.width == 1 && next.c == '%') {
             size_t end = p + 1;
             if (end < len && hex_value(static_cast<unsigned char>(text[end])) >= 0) end++;
@@ -93,8 +120,9 @@ size_t redact_secrets(char *text, size_t len) noexcept {
             any = true;
         }
         if (any) masked++;
-        i = p;
+        i = next_head;
     }
+    mask(text, pending_from, pending_to);
     return masked;
 }
 
