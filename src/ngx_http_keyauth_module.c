@@ -783,7 +783,9 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
         return NGX_OK;
     }
 
-    ngx_http_keyauth_redact_logs(cf);
+    if (ngx_http_keyauth_redact_logs(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ngx_http_keyauth_scrub_init(cf) != NGX_OK) {
         return NGX_ERROR;
