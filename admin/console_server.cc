@@ -155,7 +155,7 @@ private:
         if (ec) return on_read_error(ec);
         deadline_.cancel();
         const auto &req = parser_->get();
-        log_.method = std::string(req.method_string().substr(0, 16));
+        log_.method = std::string(req.method_string());
         auto target = req.target();
         log_.path = std::string(target.substr(0, target.find('?')));
         size_t fields = 0;

@@ -32,7 +32,7 @@ struct ConsoleServerLimits {
 // it. Never the body, a header value or the query string.
 struct ExchangeLog {
     std::string remote;
-    std::string method;  // empty when the request line could not be read
+    std::string method;  // as sent; empty when the request line could not be read
     std::string path;
     int status = 0;
     std::string account;         // from the API: who was authenticated

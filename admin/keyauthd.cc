@@ -81,14 +81,16 @@ void emit(const nlohmann::ordered_json &line) {
 
 // One line per request; never the body, a header value or a query string.
 void log_exchange(const keyauth::ExchangeLog &x) {
-    // The path comes from the client: any secret pasted into it is masked
-    // before it is cut (a secret cut in two would escape the mask).
-    std::string path = x.path;
+    // The path and method come from the client: any secret pasted into them
+    // is masked before they are cut (a secret cut in two would escape the mask).
+    std::string path = x.path, method = x.method;
     keyauth::redact_secrets(path.data(), path.size());
+    keyauth::redact_secrets(method.data(), method.size());
     if (path.size() > 512) path.resize(512);
+    if (method.size() > 16) method.resize(16);
     nlohmann::ordered_json line = {{"ts", keyauth::format_time(keyauth::wall_clock_ms())},
                                    {"remote", x.remote},
-                                   {"method", x.method},
+                                   {"method", method},
                                    {"path", path},
                                    {"status", x.status}};
     if (!x.account.empty()) line["account"] = x.account;

@@ -7,7 +7,7 @@
 # by nginx's header buffer; then every log (access logs in three formats, one
 # of them buffered, the error log at info, a server's error log at debug, and
 # keyauthd's log) must hold nothing of any secret past its public
-# 12-character prefix. One known gap is kept as a TODO at the end.
+# 12-character prefix.
 use strict;
 use warnings;
 use FindBin;
@@ -30,7 +30,7 @@ my ($long_port, $debug_port) = (KeyauthTest::free_port(), KeyauthTest::free_port
 
 # Every variable that can carry a secret, in nginx's default escaping, in
 # JSON (buffered: masked before the buffer, flushed at exit) and "combined".
-my $http = $t->console_http . <<"HTTP";
+my $http = $t->console_http(unlimited => 1) . <<"HTTP";
     large_client_header_buffers 4 16k;
     log_format everything '"\$request" \$request_uri \$uri \$args \$query_string '
                           'arg=\$arg_api_key auth="\$http_authorization" x=\$http_x_api_key '
@@ -226,18 +226,16 @@ like $logs{'debug.log'}, qr/\[debug\].*http header: "Authorization: Bearer $kp\*
 like $logs{'keyauthd.log'}, qr/"path":"\/v1\/keys\/p+\/$kp\*{29}\/q+"/, 'keyauthd logs the path masked';
 like $logs{'keyauthd.log'}, qr/"path":"\/v1\/keys\/p+\/$kp\*{1,28}"/, '... also where it cuts the path inside the key';
 
-# Left for keyauthd's rewrite (admin/keyauthd.cc is not this change's): it
-# logs the method cut to 16 bytes, unmasked. nginx refuses a lowercase
-# method, so only a client that talks to keyauthd directly gets there.
+# keyauthd logs the method a client sent straight to it (nginx refuses a
+# lowercase one), masked before it is cut to 16 bytes.
 {
     $t->start_keyauthd;
     my $before = length $t->keyauthd_log;
     my $res = KeyauthTest::raw_request($t->keyauthd_port,
         "$key->{secret} /v1/keys HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    is $res->{status}, 400, 'keyauthd, directly: a secret as the method is refused';
-    wait_for 'and logged' => sub { substr($t->keyauthd_log, $before) =~ /"status":400/ };
+    is $res->{status}, 405, 'keyauthd, directly: a secret as the method is an unknown method (405)';
+    wait_for 'and logged' => sub { substr($t->keyauthd_log, $before) =~ /"status":405/ };
     $t->stop_keyauthd;
-    local $TODO = 'keyauthd logs the method unmasked (admin/keyauthd.cc)';
     is_deeply [leaks(substr $t->keyauthd_log, $before)], [],
         'keyauthd\'s log holds nothing of a secret sent as the method';
 }
