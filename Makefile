@@ -1,4 +1,4 @@
-# keyauth: make deps | make | make test | make run | make bench | make clean
+# keyauth: make deps | make | make test | make test-stress | make run | make bench | make clean
 # Every target installs what a fresh Debian bookworm machine lacks (make deps).
 
 SHELL      := /bin/bash
@@ -42,7 +42,7 @@ APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libss
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb
 
-.PHONY: all deps module test unit unit-asan e2e e2e-asan soak run bench fuzz fuzz-short clean
+.PHONY: all deps module test test-stress unit unit-asan e2e e2e-asan soak run bench fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -166,11 +166,36 @@ unit-asan: deps $(BUILD)/unit_tests_asan
 e2e: all
 	prove -r -j2 t/
 
+TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
+               $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
+TEST_SUITES := unit unit-asan fuzz-short e2e e2e-asan
+
 # Builds in parallel, then runs the suites one after the other.
 test: deps
-	$(MAKE) -j2 $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
-	  $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-	$(MAKE) unit unit-asan fuzz-short e2e e2e-asan
+	$(MAKE) -j2 $(TEST_BUILDS)
+	$(MAKE) $(TEST_SUITES)
+
+# The suites of make test on a busy machine: STRESS_LOAD (3) CPU-bound loops
+# run beside them, for STRESS_ROUNDS (1) rounds; every suite runs in every
+# round (make -k), and it fails if any round failed. The loops are killed when
+# it ends, however it ends: a trap, and each loop stops by itself once this
+# recipe's shell or make is gone (kill -9, or make killed alone).
+STRESS_ROUNDS ?= 1
+STRESS_LOAD   ?= 3
+
+test-stress: deps
+	$(MAKE) -j2 $(TEST_BUILDS)
+	@hogs=; trap 'kill $$hogs 2>/dev/null' EXIT; trap 'exit 130' INT TERM HUP; \
+	for i in $$(seq $(STRESS_LOAD)); do \
+	  sh -c 'while kill -0 "$$1" "$$2" 2>/dev/null; do :; done' busy-loop $$$$ $$PPID & hogs="$$hogs $$!"; \
+	done; \
+	failed=; \
+	for r in $$(seq $(STRESS_ROUNDS)); do \
+	  echo "test-stress: round $$r of $(STRESS_ROUNDS), $(STRESS_LOAD) busy loops beside it:$$hogs"; \
+	  $(MAKE) --no-print-directory -k $(TEST_SUITES) || failed="$$failed $$r"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-stress: FAILED in round(s)$$failed of $(STRESS_ROUNDS)"; exit 1; fi; \
+	echo "test-stress: all $(STRESS_ROUNDS) round(s) passed"
 
 run: all
 	@nginx_conf/run-demo.sh

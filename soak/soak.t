@@ -88,7 +88,12 @@ sleep 1 while kill 0, $churn and waitpid($churn, POSIX::WNOHANG()) == 0;
 my $last = sample();
 diag "samples: " . join(", ", map { "$_=@{$first->{$_}}" } sort keys %$first) . " / " . join(", ", map { "$_=@{$last->{$_}}" } sort keys %$last);
 waitpid $load, 0;
-sleep 2;  # let finished connections close
+# finished connections close in their own time: wait (a while) for the counts
+# the checks below accept, then take the sample they judge
+KeyauthTest::wait_until(sub {
+    my $now = sample();
+    !grep { $quiet_before->{$_} && $now->{$_} && $now->{$_}[2] - $quiet_before->{$_}[2] > 8 } keys %$now;
+}, 30, 'the fds of the idle workers and keyauthd to settle');
 my $quiet_after = sample();
 
 open my $fh, '<', $churn_out or die "no churn result";

@@ -5,7 +5,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use KeyauthTest;
+use KeyauthTest qw(wait_until);
 
 sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
 
@@ -43,15 +43,13 @@ subtest 'no store at start: 503, then it appears and requests pass' => sub {
 
     my $acc = $t->account;
     my $key = $t->key(account => $acc->{id});
-    # workers retry opening at most once a second
+    # workers retry opening at most once a second: 503 AUTH_UNAVAILABLE until then
     my $status = 0;
-    for (1 .. 30) {
+    wait_until(sub {
         $res = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
         $status = $res->{status};
-        last if $status == 200;
-        if ($status != 503 || code_of($res) ne 'AUTH_UNAVAILABLE') { fail "got $status"; last }
-        select undef, undef, undef, 0.1;
-    }
+        $status != 503 || code_of($res) ne 'AUTH_UNAVAILABLE';
+    }, 30, 'the store to be opened');
     is $status, 200, 'once the store exists, the same key passes';
     like $t->error_log, qr/keyauth: cannot open key store "\Q${\ $t->db }\E": .*No such file/,
         'the error log names the store and the reason';

@@ -7,8 +7,8 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use POSIX ();
 use JSON::PP;
-use Time::HiRes qw(sleep time);
-use KeyauthTest;
+use Time::HiRes qw(time);
+use KeyauthTest qw(wait_until);
 
 my $t = KeyauthTest->new;
 my $acc = $t->account(entitlement => 600);
@@ -24,7 +24,7 @@ if ($client == 0) {
     open my $out, '>', $record or die $!;
     $out->autoflush(1);
     my $body = '{"name":"storm","scopes":["ip:read"],"rateLimitPerMinute":60}';
-    my $deadline = time + 10;
+    my $deadline = time + 120;   # it ends when keyauthd is killed
     while (time < $deadline) {
         my $res = eval {
             KeyauthTest::http_request($port, POST => '/v1/keys',
@@ -37,7 +37,13 @@ if ($client == 0) {
     POSIX::_exit(0);
 }
 
-sleep 1.5;
+# kill it while it creates keys, once a good number were acknowledged
+sub acknowledged {
+    open my $in, '<', $record or return 0;
+    my $text = do { local $/; <$in> } // '';
+    return $text =~ tr/\n//;   # one line per 201
+}
+ok wait_until(sub { acknowledged() >= 200 }, 60, '200 keys acknowledged'), 'keys are being created';
 $t->stop_keyauthd('KILL');
 waitpid $client, 0;
 

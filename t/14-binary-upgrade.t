@@ -5,8 +5,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use Time::HiRes qw(time sleep);
-use KeyauthTest;
+use KeyauthTest qw(wait_until);
 
 my $t = KeyauthTest->new;
 my $acc = $t->account(entitlement => 1_000_000);
@@ -15,28 +14,38 @@ $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
 LOC
 my $old = $t->pid;
-my $client = $t->background_client(5, '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
+# Every step waits for what it is for (not for a guessed time), and for
+# requests to go on flowing after it.
+my $client = $t->background_client(300, '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
+sub more_requests { my $n = $client->successes; return sub { $client->successes >= $n + 30 } }
+my $flowing = more_requests();
+ok wait_until($flowing, 30, 'the first 30 requests'), 'requests flow';
 
-sleep 0.5;
 ok kill('USR2', $old), 'USR2 to the master: start the new binary';
-my $new;
-for (1 .. 100) {
-    sleep 0.05;
-    $new = $t->pid;
-    last if $new && $new != $old && -e $t->dir . '/nginx.pid.oldbin';
-}
+my $new = wait_until(sub {
+    my $pid = $t->pid;
+    return $pid && $pid != $old && -e $t->dir . '/nginx.pid.oldbin' ? $pid : 0;
+}, 30, 'a new master') || $old;
 isnt $new, $old, "a new master ($new) next to the old one ($old)"
     or BAIL_OUT('no new master: ' . $t->error_log);
-sleep 1;
+$flowing = more_requests();
+ok wait_until(sub { KeyauthTest::children_of($new) == 2 && $flowing->() }, 30,
+              'two workers of the new master, and 30 more requests'),
+    'the new master\'s workers run beside the old ones';
+
+# the new master is a child of the old one, beside its workers
+sub old_workers { grep { $_ != $new } KeyauthTest::children_of($old) }
 ok kill('WINCH', $old), 'WINCH: the old workers finish gracefully';
-sleep 1;
+$flowing = more_requests();
+ok wait_until(sub { !old_workers() && $flowing->() }, 30, 'the old workers to exit, and 30 more requests'),
+    'the old workers are gone, and requests go on';
 ok kill('QUIT', $old), 'QUIT: the old master leaves';
-my $deadline = time + 5;
-sleep 0.05 while kill(0, $old) && time < $deadline;
-ok !kill(0, $old), 'the old master is gone';
+ok wait_until(sub { !kill 0, $old }, 30, 'the old master to exit'), 'the old master is gone';
 $t->{master_pid} = $new;
 
-my ($ok, $bad) = $client->finish;
+$flowing = more_requests();
+ok wait_until($flowing, 30, '30 more requests'), 'requests go on after the upgrade';
+my ($ok, $bad) = $client->stop;
 cmp_ok $ok, '>', 100, "$ok requests during the upgrade";
 is $bad, 0, 'not one failed';
 is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")->{status}, 200,

@@ -17,7 +17,7 @@ use Time::HiRes qw(sleep time);
 use Exporter 'import';
 use Scalar::Util qw(weaken);
 
-our @EXPORT_OK = qw(http_request raw_request);
+our @EXPORT_OK = qw(http_request raw_request wait_until);
 
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 
@@ -52,6 +52,27 @@ END {
 }
 
 sub root { $ROOT }
+
+# Polls $code every 50 ms until it returns true or $timeout seconds (30 by
+# default) have passed; returns its last value. Tests wait on a condition this
+# way, never by sleeping a guessed time, so that a busy machine only makes
+# them slower. A timeout is generous: it costs nothing while things work. On
+# a timeout it says in the test output what it waited for.
+sub wait_until {
+    my ($code, $timeout, $what) = @_;
+    $timeout //= 30;
+    my $deadline = time + $timeout;
+    while (1) {
+        my $v = $code->();
+        return $v if $v;
+        if (time >= $deadline) {
+            my $msg = "gave up after ${timeout}s waiting for " . ($what // 'a condition');
+            defined &Test::More::diag ? Test::More::diag($msg) : print STDERR "# $msg\n";
+            return $v;
+        }
+        sleep 0.05;
+    }
+}
 sub module_path { "$BUILD/ngx_http_keyauth_module.so" }
 
 # Runs code with the environment nginx needs for the module being tested.
@@ -202,15 +223,14 @@ CONF
     close $fh;
 }
 
+# A sanitizer build on a busy machine can take seconds to start.
 sub _wait_port {
     my ($self, $port) = @_;
-    my $deadline = time + 5;
-    while (time < $deadline) {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port);
-        if ($s) { close $s; return 1; }
-        sleep 0.05;
-    }
-    return 0;
+    return wait_until(sub {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or return 0;
+        close $s;
+        return 1;
+    }, 30, "a listener on port $port");
 }
 
 sub pid {
@@ -233,12 +253,18 @@ sub signal_nginx {
 sub worker_pids {
     my $self = shift;
     my $master = $self->pid or return ();
+    return children_of($master);
+}
+
+# Pids of the processes whose parent is $parent.
+sub children_of {
+    my $parent = shift;
     my @pids;
     for my $stat (glob '/proc/[0-9]*/stat') {
         open my $fh, '<', $stat or next;
         my $line = <$fh> // next;
         my ($pid, $ppid) = $line =~ /^(\d+) \(.*?\) \S+ (\d+)/ or next;
-        push @pids, $pid if $ppid == $master;
+        push @pids, $pid if $ppid == $parent;
     }
     return @pids;
 }
@@ -248,7 +274,7 @@ sub stop_nginx {
     my $pid = $self->pid // $self->{master_pid};
     if ($pid && kill 0, $pid) {
         kill 'QUIT', $pid;
-        my $deadline = time + 5;
+        my $deadline = time + 30;   # a graceful stop, on a busy machine
         sleep 0.05 while kill(0, $pid) && time < $deadline;
         kill 'KILL', $pid if kill 0, $pid;
     }
@@ -339,20 +365,28 @@ sub request {
     return http_request($self->{port}, $method, $path, @headers);
 }
 
-# A client in a child process sending GET $path with @headers for $seconds,
-# one connection per request; returns a handle whose ->finish gives
-# (successes, failures), a failure being any non-200 or connection error.
+# A client in a child process sending GET $path with @headers, one connection
+# per request, for at most $seconds or until ->stop. Its handle tells
+# ->progress (successes, failures so far), so that a test can wait until
+# requests have flowed rather than guess a time; ->stop ends it and ->finish
+# waits for its end, both returning (successes, failures), a failure being any
+# non-200 or connection error.
 sub background_client {
     my ($self, $seconds, $path, @headers) = @_;
     my $port = $self->{port};
     my $out = "$self->{dir}/client-" . time . "-$$.out";
+    unlink "$out.stop";
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         my ($ok, $bad) = (0, 0);
+        open my $progress, '>', "$out.progress" or die $!;
         my $deadline = time + $seconds;
-        while (time < $deadline) {
+        while (time < $deadline && !-e "$out.stop") {
             my $st = eval { http_request($port, GET => $path, @headers)->{status} } // 0;
             $st == 200 ? $ok++ : $bad++;
+            # the counts only grow: one write over the old one, never shorter
+            sysseek $progress, 0, 0;
+            syswrite $progress, "$ok $bad\n";
         }
         open my $fh, '>', $out or die $!;
         print $fh "$ok $bad\n";
@@ -363,6 +397,22 @@ sub background_client {
 }
 
 package KeyauthTest::Client;
+
+sub progress {
+    my $c = shift;
+    open my $fh, '<', "$c->{out}.progress" or return (0, 0);
+    my ($ok, $bad) = (<$fh> // '') =~ /^(\d+) (\d+)\n/ or return (0, 0);
+    return ($ok, $bad);
+}
+
+sub successes { ($_[0]->progress)[0] }
+
+sub stop {
+    my $c = shift;
+    open my $fh, '>', "$c->{out}.stop" or die $!;
+    close $fh;
+    return $c->finish;
+}
 
 sub finish {
     my $c = shift;
