@@ -4,6 +4,7 @@
 
 #include "money.h"
 #include "store.h"
+#include "strict_json.h"
 
 namespace keyauth {
 namespace {
@@ -28,7 +29,9 @@ uint64_t price_of(const json &v, const std::string &field) {
 }  // namespace
 
 std::vector<PlanRecord> parse_catalog(std::string_view text) {
-    json doc = json::parse(text, nullptr, false);
+    std::string duplicate;
+    json doc = parse_json_strict(text, duplicate);
+    if (!duplicate.empty()) bad("catalog", "the member \"" + duplicate + "\" appears twice in one object");
     if (doc.is_discarded()) bad("catalog", "not valid JSON (or not UTF-8)");
     if (!doc.is_object() || !doc.contains("plans") || doc.size() != 1)
         bad("catalog", "expected an object with exactly one member, \"plans\"");

@@ -9,6 +9,7 @@
 
 #include "auth_header.h"
 #include "key_json.h"
+#include "strict_json.h"
 
 namespace keyauth {
 namespace {
@@ -174,7 +175,11 @@ ConsoleResponse ConsoleApi::create_key(const Id &account, const ConsoleRequest &
     if (req.body.size() > kMaxBody) {
         return console_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB");
     }
-    json body = json::parse(req.body, nullptr, false);
+    std::string duplicate;
+    json body = parse_json_strict(req.body, duplicate);
+    if (!duplicate.empty()) {
+        return invalid(duplicate, "Field \"" + duplicate + "\" appears more than once");
+    }
     if (body.is_discarded()) {
         return invalid("body", "The body is not valid JSON (or not valid UTF-8)");
     }

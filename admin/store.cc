@@ -138,8 +138,21 @@ void validate_name(std::string_view name) {
     if (name.size() > KA_NAME_MAX_LEN)
         invalid("name", "name must be at most " + std::to_string(KA_NAME_MAX_LEN) + " bytes");
     if (!valid_utf8(name)) invalid("name", "name must be valid UTF-8");
-    for (unsigned char c : name) {
-        if (c < 0x20 || c == 0x7f) invalid("name", "name must not contain control characters");
+    for (size_t i = 0; i < name.size(); i++) {
+        auto c = static_cast<unsigned char>(name[i]);
+        auto next = [&](size_t k) { return static_cast<unsigned char>(name[i + k]); };
+        // C0 and DEL; C1 (U+0080..U+009F, UTF-8 C2 80..C2 9F)
+        if (c < 0x20 || c == 0x7f || (c == 0xc2 && next(1) <= 0x9f)) {
+            invalid("name", "name must not contain control characters");
+        }
+        // Bidi embeddings and overrides U+202A..U+202E (E2 80 AA..AE) and
+        // isolates U+2066..U+2069 (E2 81 A6..A9): they make a name display
+        // as another one in the console. The UTF-8 is valid, so the bytes
+        // looked at exist.
+        if (c == 0xe2 && ((next(1) == 0x80 && next(2) >= 0xaa && next(2) <= 0xae) ||
+                          (next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9))) {
+            invalid("name", "name must not contain bidirectional control characters");
+        }
     }
 }
 

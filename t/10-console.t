@@ -159,6 +159,13 @@ subtest 'bad input: 400 naming the field, nothing written' => sub {
         my ($name, $body, $field) = @$c;
         error_is(api(POST => '/v1/keys', $b_tok, $body), 400, 'VALIDATION_ERROR', $field, $name);
     }
+    error_is(api(POST => '/v1/keys', $b_tok, '{"name":"a","name":"b","scopes":["ip:read"],"rateLimitPerMinute":5}'),
+             400, 'VALIDATION_ERROR', 'name', 'a repeated member (the last would have won)');
+    for my $c (['C1 control U+0085', "a\x{85}b"], ['right-to-left override U+202E', "prod\x{202E}dub"],
+               ['first strong isolate U+2068', "a\x{2068}b"], ['BEL', "a\x07b"]) {
+        error_is(api(POST => '/v1/keys', $b_tok, { name => $c->[1], scopes => ['ip:read'], rateLimitPerMinute => 5 }),
+                 400, 'VALIDATION_ERROR', 'name', "name with a $c->[0]");
+    }
     error_is(api(POST => '/v1/keys', $b_tok, '{"name": "x", '), 400, 'VALIDATION_ERROR', 'body', 'truncated JSON');
     error_is(api(POST => '/v1/keys', $b_tok, '[1,2]'), 400, 'VALIDATION_ERROR', 'body', 'JSON array');
     error_is(api(POST => '/v1/keys', $b_tok, qq({"name":"\xff\xfe","scopes":["ip:read"],"rateLimitPerMinute":5})),

@@ -102,6 +102,8 @@ TEST(Catalog, ImportParsingIsStrictAboutPrices) {
                R"(,"features":["x"],"popular":true,"sortOrder":1}]})";
     };
     EXPECT_EQ(parse_catalog(doc("4999"))[0].price_paise, 499900u);
+    // a repeated member: which price was meant is unknown
+    expect_invalid([&] { parse_catalog(doc("1,\"priceInr\":2")); }, "catalog");
     EXPECT_EQ(parse_catalog(doc("\"4999.5\""))[0].price_paise, 499950u);
     for (std::string bad : {"4999.5", "-1", "0", "\"4999.505\"", "\"abc\"", "true", "null"}) {
         expect_invalid([&] { parse_catalog(doc(bad)); }, "plans[0].priceInr");

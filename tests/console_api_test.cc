@@ -79,6 +79,20 @@ TEST_F(ConsoleApiTest, ValidationNamesTheField) {
         {R"("a string")", "body"},
         {"", "body"},
         {"{\"name\":\"\xc3\x28\",\"scopes\":[\"ip:read\"],\"rateLimitPerMinute\":5}", "body"},
+        // a repeated member: the last would win silently
+        {R"({"name":"a","name":"b","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":5,"rateLimitPerMinute":5})",
+         "rateLimitPerMinute"},
+        // control characters: C0, DEL, C1 (U+0085, U+009F)
+        {R"({"name":"a\u0007b","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"({"name":"a\u007fb","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"({"name":"a\u0085b","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {"{\"name\":\"a\xc2\x9f\",\"scopes\":[\"ip:read\"],\"rateLimitPerMinute\":5}", "name"},
+        // bidi overrides and isolates (U+202A..U+202E, U+2066..U+2069)
+        {R"({"name":"prod\u202Edub","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {"{\"name\":\"x\xe2\x80\xaa\",\"scopes\":[\"ip:read\"],\"rateLimitPerMinute\":5}", "name"},
+        {R"({"name":"x\u2066y","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
+        {R"({"name":"x\u2069y","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
     };
     for (const auto &c : cases) {
         ConsoleResponse r = create(alice, c.body);
@@ -86,6 +100,16 @@ TEST_F(ConsoleApiTest, ValidationNamesTheField) {
         EXPECT_EQ(field_of(r), c.field) << c.body << " -> " << r.body;
     }
     EXPECT_TRUE(store.list_keys(alice.account.id, 100, std::nullopt).keys.empty());
+}
+
+TEST_F(ConsoleApiTest, NamesKeepOtherUnicode) {
+    // neighbours of the refused ranges: U+00A0, U+2029, U+202F, U+2065, U+206A, emoji
+    for (const char *name : {"caf\xc3\xa9 \xc2\xa0x", "a\xe2\x80\xa9", "a\xe2\x80\xaf",
+                             "a\xe2\x81\xa5", "a\xe2\x81\xaa", "\xf0\x9f\x94\x91 key"}) {
+        json body = {{"name", name}, {"scopes", {"ip:read"}}, {"rateLimitPerMinute", 5}};
+        ConsoleResponse r = create(alice, body.dump());
+        EXPECT_EQ(r.status, 201) << name << " -> " << r.body;
+    }
 }
 
 TEST_F(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
