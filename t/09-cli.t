@@ -8,6 +8,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use POSIX ();
 use KeyauthTest;
 
 my $t = KeyauthTest->new;
@@ -148,6 +149,67 @@ for my $help ('-h', '--help') {
     ($rc, $out, $err) = run_ctl_captured('key', $help);
     is $rc, 0, "$help: exit 0";
     like $out, qr/^usage: keyauthctl/, "$help: the usage on stdout";
+}
+
+# keyauthd's command line is as strict; a valid one starts and stops on TERM.
+{
+    my $kd = KeyauthTest::build_dir() . '/keyauthd';
+    my $port = KeyauthTest::free_port();
+    my $run_kd = sub {
+        my ($err) = $t->dir . '/kd.err';
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            open STDOUT, '>', '/dev/null' or die $!;
+            open STDERR, '>', $err or die $!;
+            exec { $kd } $kd, @_ or die "exec: $!";
+        }
+        # a usage error exits at once; a valid line keeps running
+        my $deadline = time + 10;
+        my $done;
+        while (time < $deadline) {
+            if (waitpid($pid, POSIX::WNOHANG()) == $pid) { $done = $? >> 8; last }
+            select undef, undef, undef, 0.05;
+        }
+        if (!defined $done) {
+            kill TERM => $pid;
+            waitpid $pid, 0;
+        }
+        open my $fh, '<', $err or die $!;
+        local $/;
+        return ($done, <$fh> // '');
+    };
+    my @good = ('--db', "$fresh-kd", '--listen', "127.0.0.1:$port");
+    for my $case (
+        [[@good, '--bogus'], qr/unknown argument "--bogus"/, 'an unknown option'],
+        [[@good, '--db', "$fresh-kd"], qr/--db given twice/, '--db twice'],
+        [[@good, '--listen', "127.0.0.1:$port"], qr/--listen given twice/, '--listen twice'],
+        [['--db', "$fresh-kd"], qr/--listen needs HOST:PORT/, 'no --listen'],
+        [['--db', "$fresh-kd", '--listen', "0.0.0.0:$port"], qr/not a loopback address; add --allow-remote/,
+         'a non-loopback --listen without --allow-remote'],
+        [['--db', "$fresh-kd", '--listen', "localhost:$port"], qr/not a loopback address/,
+         'a host name is not taken for loopback'],
+        [[@good, '--max-connections', 0], qr/--max-connections takes a number from 1 to 65536/, '--max-connections 0'],
+        [[@good, '--max-connections', 'x'], qr/--max-connections takes/, '--max-connections x'],
+        [[@good, '--db'], qr/unknown argument "--db"|--db given twice/, 'a missing value'],
+    ) {
+        my ($args, $msg, $name) = @$case;
+        my ($rc, $err) = $run_kd->(@$args);
+        is $rc, 2, "keyauthd, $name: exit 2";
+        like $err, $msg, "... says why";
+        like $err, qr/usage: keyauthd/, '... with the usage';
+    }
+    ok !-e "$fresh-kd", 'no usage error created the store';
+    my ($rc, $err);
+    SKIP: {
+        require IO::Socket::IP;
+        skip 'no IPv6 loopback here', 1
+            unless IO::Socket::IP->new(LocalHost => '::1', LocalPort => 0, Listen => 1);
+        ($rc, $err) = $run_kd->('--db', "$fresh-kd", '--listen', "[::1]:$port");
+        is $rc, undef, 'keyauthd --listen [::1]:PORT runs (loopback)';
+    }
+    ($rc, $err) = $run_kd->('--db', "$fresh-kd", '--listen', "0.0.0.0:$port", '--allow-remote');
+    is $rc, undef, 'keyauthd --listen 0.0.0.0:PORT --allow-remote runs';
+    like $err, qr/"event":"listening"/, '... and listens';
 }
 
 done_testing;

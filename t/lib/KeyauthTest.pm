@@ -74,6 +74,7 @@ sub wait_until {
     }
 }
 sub module_path { "$BUILD/ngx_http_keyauth_module.so" }
+sub build_dir { $BUILD }
 
 # Runs code with the environment nginx needs for the module being tested.
 sub with_nginx_env {
