@@ -1,5 +1,6 @@
-# keyauth: make deps | make | make test | make test-stress | make run | make bench | make clean
-# Every target installs what a fresh Debian bookworm machine lacks (make deps).
+# keyauth. `make help` lists the targets. `make` only builds (it never
+# installs); `make deps` installs what a fresh Debian bookworm machine lacks,
+# and `make test`, `make run`, `make bench` and `make soak` call it first.
 
 SHELL      := /bin/bash
 BUILD      := build
@@ -10,39 +11,53 @@ MODULE     := $(BUILD)/ngx_http_keyauth_module.so
 CXX        ?= g++
 CXXSTD     := -std=c++17
 WARN       := -Wall -Wextra -Werror
-INCS       := -Isrc/core -Ilmdb_schema -Iadmin
+# Every library with a pkg-config file is asked for its flags (gtest's
+# defines included). Boost (Beast, Asio) is header-only and has none.
+PKGS       := lmdb libcrypto zlib nlohmann_json
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS       := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+GTEST_CFLAGS := $(shell pkg-config --cflags gtest_main 2>/dev/null)
+GTEST_LIBS := $(shell pkg-config --libs gtest_main 2>/dev/null)
+# The admin library's headers are visible to every program; a program's own
+# headers only to itself (and to the unit tests and fuzzers, which test them).
+INCS       := -Isrc/core -Ilmdb_schema -Iadmin/lib $(PKG_CFLAGS)
+TEST_INCS  := -Iadmin/keyauthd -Iadmin/keyauthctl $(GTEST_CFLAGS)
 # -MMD -MP: each object lists the headers it read (build/**/*.d, included below).
 DEPFLAGS   := -MMD -MP
 CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS)
 SAN_FLAGS  := $(DEPFLAGS) $(CXXSTD) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all $(WARN) $(INCS)
-LIBS       := -llmdb -lcrypto -lz
-GTEST_LIBS := -lgtest -lgtest_main -pthread
 
 # Same hardening as Debian's own nginx build (nginx -V).
 NGX_CC_OPT := -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
               -fPIC -D_FORTIFY_SOURCE=2 -Wextra
 NGX_LD_OPT := -Wl,-z,relro -Wl,-z,now -fPIC
 
-CORE_SRCS  := $(wildcard src/core/*.cc)
-# keyauthd's own sources; the rest of admin/ is the library both programs share.
-KEYAUTHD_SRCS := admin/keyauthd.cc admin/console_server.cc
-STORE_SRCS := $(filter-out admin/keyauthctl.cc $(KEYAUTHD_SRCS),$(wildcard admin/*.cc))
-TEST_SRCS  := $(wildcard tests/*.cc)
-CORE_OBJS  := $(CORE_SRCS:%.cc=$(BUILD)/obj/%.o)
-STORE_OBJS := $(STORE_SRCS:%.cc=$(BUILD)/obj/%.o)
-TEST_OBJS  := $(TEST_SRCS:%.cc=$(BUILD)/obj/%.o)
-SAN_OBJS   := $(CORE_SRCS:%.cc=$(BUILD)/san/%.o) $(STORE_SRCS:%.cc=$(BUILD)/san/%.o) \
-              $(TEST_SRCS:%.cc=$(BUILD)/san/%.o)
+# One list of sources: every file of a folder belongs to it (the nginx
+# `config` script globs src/ and src/core/ the same way).
+CORE_SRCS     := $(wildcard src/core/*.cc)
+LIB_SRCS      := $(wildcard admin/lib/*.cc)
+KEYAUTHD_SRCS := $(wildcard admin/keyauthd/*.cc)
+KEYAUTHCTL_SRCS := $(wildcard admin/keyauthctl/*.cc)
+# the programs without their main(), for the unit tests and fuzzers
+PROGRAM_PARTS := $(filter-out %/main.cc,$(KEYAUTHD_SRCS) $(KEYAUTHCTL_SRCS))
+TEST_SRCS     := $(wildcard tests/*.cc)
+
+obj = $(patsubst %.cc,$(BUILD)/$(1)/%.o,$(2))
+CORE_OBJS  := $(call obj,obj,$(CORE_SRCS))
+LIB_OBJS   := $(call obj,obj,$(LIB_SRCS))
+TEST_OBJS  := $(call obj,obj,$(TEST_SRCS) $(PROGRAM_PARTS))
+SAN_LIB_OBJS := $(call obj,san,$(CORE_SRCS) $(LIB_SRCS))
+SAN_OBJS   := $(SAN_LIB_OBJS) $(call obj,san,$(TEST_SRCS) $(PROGRAM_PARTS))
 # The module is built by nginx's own make, which does not see header changes.
 MODULE_HEADERS := $(wildcard src/core/*.h lmdb_schema/*.h)
 NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
 
-APT_PKGS   := build-essential nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
+APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb
 
-.PHONY: all deps module test test-stress unit unit-asan e2e e2e-asan soak run bench fuzz fuzz-short clean
+.PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run bench fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -51,14 +66,13 @@ NGX_ASAN     := $(CURDIR)/$(BUILD)/nginx-asan
 SAN_CC_OPT   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=all -fPIC -Wextra
 SAN_TOOLS    := $(ASAN_DIR)/keyauthctl $(ASAN_DIR)/keyauthd
-SAN_LIB_OBJS := $(CORE_SRCS:%.cc=$(BUILD)/san/%.o) $(STORE_SRCS:%.cc=$(BUILD)/san/%.o)
 
 # libFuzzer targets (clang): every parser that sees untrusted bytes.
 FUZZ_CXX     := clang++
 FUZZ_FLAGS   := $(DEPFLAGS) -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-                -fno-sanitize-recover=all $(WARN) $(INCS)
+                -fno-sanitize-recover=all $(WARN) $(INCS) $(TEST_INCS)
 FUZZERS      := $(patsubst fuzz/%.cc,$(BUILD)/fuzz/%,$(wildcard fuzz/*.cc))
-FUZZ_OBJS    := $(CORE_SRCS:%.cc=$(BUILD)/fuzzobj/%.o) $(STORE_SRCS:%.cc=$(BUILD)/fuzzobj/%.o)
+FUZZ_OBJS    := $(call obj,fuzzobj,$(CORE_SRCS) $(LIB_SRCS) $(PROGRAM_PARTS))
 FUZZ_SECONDS ?= 60
 
 # Objects reached through pattern chains are not to be deleted as intermediates.
@@ -66,7 +80,21 @@ FUZZ_SECONDS ?= 60
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-all: deps $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
+all: $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
+
+help:
+	@echo "make              build the module, keyauthd and keyauthctl into build/ (installs nothing)"
+	@echo "make deps         install the Debian packages the build and tests need (idempotent)"
+	@echo "make test         deps, then every test: unit (+ASan/UBSan), fuzzers 5 s each, end-to-end (+ASan), layering"
+	@echo "make test-stress  the suites of make test beside STRESS_LOAD (3) busy loops, STRESS_ROUNDS (1) times"
+	@echo "make run          deps, build, seed var/ and run nginx + keyauthd on 127.0.0.1:8080 (Ctrl-C stops)"
+	@echo "make unit         unit tests (GoogleTest)        make unit-asan  the same under ASan + UBSan"
+	@echo "make e2e          end-to-end tests (prove t/)    make e2e-asan   against sanitizer builds"
+	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (60)"
+	@echo "make check-layering  fail if a file includes across a layer it must not"
+	@echo "make bench        wrk + callgrind against peers (bench/RESULTS.md)"
+	@echo "make soak         SOAK_SECONDS (600) of load with keys churning"
+	@echo "make clean        remove build/"
 
 deps:
 	@missing=$$(for p in $(APT_PKGS); do \
@@ -79,9 +107,14 @@ deps:
 	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 	fi
 
-module: deps $(MODULE)
+module: $(MODULE)
 
-$(MODULE): $(NGX_DEPS)
+# nginx-dev's sources: without them, say what to run rather than fail obscurely.
+NGX_CONFIGURE := $(NGX_SRC)/configure
+$(NGX_CONFIGURE):
+	@echo "$@ is missing: run 'make deps' (it installs nginx-dev)"; exit 1
+
+$(MODULE): $(NGX_DEPS) | $(NGX_CONFIGURE)
 	@mkdir -p $(NGX_BUILD)
 	@source $(NGX_SRC)/conf_flags && cd $(NGX_SRC) && \
 	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" \
@@ -100,6 +133,20 @@ $(BUILD)/san/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN_FLAGS) -c $< -o $@
 
+# the unit tests see the programs' headers too
+$(BUILD)/obj/tests/%.o: tests/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(TEST_INCS) -c $< -o $@
+
+$(BUILD)/san/tests/%.o: tests/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(SAN_FLAGS) $(TEST_INCS) -c $< -o $@
+
+# Which folder may include which: tests/check_layering.sh (it tests itself
+# on a tree with one violation of each kind first).
+check-layering:
+	@tests/check_layering.sh --self-test && tests/check_layering.sh .
+
 $(BUILD)/fuzzobj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -110,7 +157,7 @@ $(BUILD)/fuzz/%: fuzz/%.cc $(FUZZ_OBJS)
 
 # Each fuzzer runs FUZZ_SECONDS from its seeds in fuzz/corpus; what it learns
 # stays in build/fuzz-corpus, crashes land in build/fuzz-crashes.
-fuzz: deps $(FUZZERS)
+fuzz: $(FUZZERS)
 	@mkdir -p $(BUILD)/fuzz-crashes
 	@set -e; for f in $(FUZZERS); do n=$$(basename $$f); t=$${n#fuzz_}; \
 	  mkdir -p $(BUILD)/fuzz-corpus/$$t; echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
@@ -123,7 +170,7 @@ fuzz: deps $(FUZZERS)
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=5
 
-$(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS)
+$(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS) | $(NGX_CONFIGURE)
 	@mkdir -p $(NGX_ASAN) $(ASAN_DIR)
 	@source $(NGX_SRC)/conf_flags && cd $(NGX_SRC) && \
 	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(SAN_CC_OPT)" \
@@ -133,33 +180,33 @@ $(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS)
 	$(MAKE) -s -f $(NGX_ASAN)/Makefile -C $(NGX_SRC) modules
 	cp $(NGX_ASAN)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
-$(ASAN_DIR)/keyauthctl: $(BUILD)/san/admin/keyauthctl.o $(SAN_LIB_OBJS)
+$(ASAN_DIR)/keyauthctl: $(call obj,san,$(KEYAUTHCTL_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS)
 
-$(ASAN_DIR)/keyauthd: $(KEYAUTHD_SRCS:%.cc=$(BUILD)/san/%.o) $(SAN_LIB_OBJS)
+$(ASAN_DIR)/keyauthd: $(call obj,san,$(KEYAUTHD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -pthread
 
-e2e-asan: deps $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
+e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
 
-$(BUILD)/keyauthctl: $(BUILD)/obj/admin/keyauthctl.o $(STORE_OBJS) $(CORE_OBJS)
+$(BUILD)/keyauthctl: $(call obj,obj,$(KEYAUTHCTL_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS)
 
-$(BUILD)/keyauthd: $(KEYAUTHD_SRCS:%.cc=$(BUILD)/obj/%.o) $(STORE_OBJS) $(CORE_OBJS)
+$(BUILD)/keyauthd: $(call obj,obj,$(KEYAUTHD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) -pthread
 
-$(BUILD)/unit_tests: $(TEST_OBJS) $(STORE_OBJS) $(CORE_OBJS)
+$(BUILD)/unit_tests: $(TEST_OBJS) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) $(GTEST_LIBS)
 
 $(BUILD)/unit_tests_asan: $(SAN_OBJS)
 	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) $(GTEST_LIBS)
 
-unit: deps $(BUILD)/unit_tests
+unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests --gtest_brief=1
 
-unit-asan: deps $(BUILD)/unit_tests_asan
+unit-asan: $(BUILD)/unit_tests_asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(BUILD)/unit_tests_asan --gtest_brief=1
 
@@ -168,7 +215,7 @@ e2e: all
 
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-TEST_SUITES := unit unit-asan fuzz-short e2e e2e-asan
+TEST_SUITES := check-layering unit unit-asan fuzz-short e2e e2e-asan
 
 # Builds in parallel, then runs the suites one after the other.
 test: deps
@@ -197,14 +244,17 @@ test-stress: deps
 	if [ -n "$$failed" ]; then echo "test-stress: FAILED in round(s)$$failed of $(STRESS_ROUNDS)"; exit 1; fi; \
 	echo "test-stress: all $(STRESS_ROUNDS) round(s) passed"
 
-run: all
+run: deps
+	@$(MAKE) --no-print-directory all
 	@nginx_conf/run-demo.sh
 
 # Not part of make test: SOAK_SECONDS (600) of load with keys churning.
-soak: all
+soak: deps
+	@$(MAKE) --no-print-directory all
 	SOAK_SECONDS=$${SOAK_SECONDS:-600} prove -v soak/
 
-bench: all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 
 clean:

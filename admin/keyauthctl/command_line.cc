@@ -1,0 +1,238 @@
+#include "command_line.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+#include "redact.h"
+
+namespace keyauthctl {
+
+extern const char kUsage[];
+const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
+
+  account create --name NAME --entitlement RPM
+        create an account; prints its id and a one-time console token
+  account list
+  account set-entitlement --account ACC_ID --entitlement RPM
+  key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM [--count N]
+        create an API key (or N alike, in one transaction); prints the secret once
+  key list --account ACC_ID [--limit N] [--cursor KEY_ID]
+  key revoke KEY_ID [--account ACC_ID]
+  plans import FILE.json
+        validate a whole catalog and replace the current one atomically
+  plans list
+  fx set RATE
+        the exchange rate, INR per USD: a positive decimal, at most 6 decimals
+  fx show
+  doctor [--user USER]
+        check the store without changing it: schema, permissions, map usage,
+        and whether USER (the nginx worker user) can use it; exit 1 on a failure
+
+  --db PATH       the LMDB environment directory (or $KEYAUTH_DB); created if missing
+  --json          machine-readable output
+  --map-size MIB  a map of at least this size (default: as the store was last
+                  written, 4096 for a new store); not for doctor
+
+Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE";
+only --scope may be given more than once. An unknown command or option, a
+missing value, a repeated option or an extra argument is a usage error
+(exit 2); a store that refuses the request exits 1.
+)";
+
+std::string shown(std::string s) {
+    keyauth::redact_secrets(s.data(), s.size());
+    if (s.size() > 80) s.resize(80);
+    return s;
+}
+
+std::optional<std::string> Args::opt(const std::string &name) const {
+    auto it = options.find(name);
+    if (it == options.end()) return std::nullopt;
+    if (it->second.size() > 1) throw UsageError("--" + name + " given more than once");
+    return it->second.front();
+}
+
+std::string Args::need(const std::string &name) const {
+    auto v = opt(name);
+    if (!v) throw UsageError("missing --" + name);
+    return *v;
+}
+
+std::vector<std::string> Args::all(const std::string &name) const {
+    auto it = options.find(name);
+    return it == options.end() ? std::vector<std::string>{} : it->second;
+}
+
+namespace {
+
+// Nothing else is accepted: an unknown command or option, an option given
+// twice (but a repeatable one), a missing value or a stray argument is a
+// usage error.
+const std::vector<Command> kCommands = {
+    {"init", "", {}, {}, true},
+    {"doctor", "", {}, {{"user", false, false}}, false},
+    {"account", "create", {}, {{"name", true, false}, {"entitlement", true, false}}, true},
+    {"account", "list", {}, {}, true},
+    {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
+    {"key",
+     "create",
+     {},
+     {{"account", true, false},
+      {"name", true, false},
+      {"scope", true, true},
+      {"rate", true, false},
+      {"count", false, false}},
+     true},
+    {"key",
+     "list",
+     {},
+     {{"account", true, false}, {"limit", false, false}, {"cursor", false, false}},
+     true},
+    {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
+    {"plans", "import", {"FILE"}, {}, true},
+    {"plans", "list", {}, {}, true},
+    {"fx", "set", {"RATE"}, {}, true},
+    {"fx", "show", {}, {}, true},
+};
+
+// Options every command takes (--map-size: those that open the store).
+const char *const kGlobalOptions[] = {"db", "map-size"};
+
+bool known_option(const std::string &name) {
+    for (const char *g : kGlobalOptions)
+        if (name == g) return true;
+    for (const auto &c : kCommands)
+        for (const auto &o : c.options)
+            if (name == o.name) return true;
+    return false;
+}
+
+// Splits the command line into words and options; "--name=value" and
+// "--name value" alike, "--" ends the options. A value that starts with
+// "--" is taken for a forgotten one (write --name=VALUE to pass it).
+Args split_args(int argc, char **argv) {
+    Args a;
+    bool json_seen = false, only_words = false;
+    for (int i = 1; i < argc; i++) {
+        std::string s = argv[i];
+        if (only_words) {
+            a.words.push_back(s);
+            continue;
+        }
+        if (s == "--") {
+            only_words = true;
+            continue;
+        }
+        if (s == "-h" || s == "--help") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        }
+        // "-1", "-0.5": a (bad) number, for the command to judge
+        const bool number = s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
+        const bool option = s.size() > 1 && s[0] == '-' && !number;
+        if (!option) {
+            a.words.push_back(s);
+            continue;
+        }
+        if (s.rfind("--", 0) != 0) throw UsageError("unknown option \"" + shown(s) + "\"");
+        std::string name = s.substr(2), value;
+        size_t eq = name.find('=');
+        const bool inline_value = eq != std::string::npos;
+        if (inline_value) {
+            value = name.substr(eq + 1);
+            name.resize(eq);
+        }
+        if (name == "json") {
+            if (inline_value) throw UsageError("--json takes no value");
+            if (json_seen) throw UsageError("--json given more than once");
+            json_seen = a.as_json = true;
+            continue;
+        }
+        if (!known_option(name)) throw UsageError("unknown option \"--" + shown(name) + "\"");
+        if (!inline_value) {
+            if (i + 1 >= argc) throw UsageError("--" + name + " needs a value");
+            value = argv[++i];
+            if (value.size() > 2 && value.rfind("--", 0) == 0)
+                throw UsageError("--" + name + " needs a value, not the option \"" + shown(value) +
+                                 "\" (to pass a value that starts with \"--\", write --" + name +
+                                 "=VALUE)");
+        }
+        a.options[name].push_back(value);
+    }
+    return a;
+}
+
+// Finds the command and checks its arguments against it, before anything
+// opens (and so creates) the store.
+void check_args(Args &a) {
+    if (a.words.empty()) throw UsageError("no command");
+    const std::string &group = a.words[0];
+    std::string verbs;
+    bool group_known = false;
+    for (const auto &c : kCommands) {
+        if (group != c.group) continue;
+        group_known = true;
+        if (*c.verb == '\0') {
+            a.command = &c;
+            break;
+        }
+        verbs += std::string(verbs.empty() ? "" : ", ") + c.verb;
+        if (a.words.size() > 1 && a.words[1] == c.verb) {
+            a.command = &c;
+            break;
+        }
+    }
+    if (!group_known) throw UsageError("unknown command \"" + shown(group) + "\"");
+    if (a.command == nullptr) {
+        if (a.words.size() < 2) throw UsageError(group + " needs a command: " + verbs);
+        throw UsageError("unknown " + group + " command \"" + shown(a.words[1]) + "\"");
+    }
+    const Command &c = *a.command;
+    const std::string name = *c.verb ? std::string(c.group) + " " + c.verb : std::string(c.group);
+    const size_t first = *c.verb ? 2 : 1;
+    if (a.words.size() > first + c.positionals.size())
+        throw UsageError("unexpected argument \"" + shown(a.words[first + c.positionals.size()]) +
+                         "\" after " + name);
+    if (a.words.size() < first + c.positionals.size())
+        throw UsageError(name + " needs " + c.positionals[a.words.size() - first]);
+    for (const auto &[opt, values] : a.options) {
+        const Opt *spec = nullptr;
+        for (const auto &o : c.options)
+            if (opt == o.name) spec = &o;
+        const bool global = opt == "db" || (opt == "map-size" && c.opens_store);
+        if (spec == nullptr && !global) throw UsageError(name + " does not take --" + opt);
+        if (values.size() > 1 && !(spec && spec->repeatable))
+            throw UsageError("--" + opt + " given more than once");
+    }
+    for (const auto &o : c.options)
+        if (o.required && !a.options.count(o.name)) throw UsageError(name + " needs --" + o.name);
+}
+
+}  // namespace
+
+uint32_t parse_u32(const std::string &s, const char *what) {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v > UINT32_MAX)
+        throw UsageError(std::string(what) + " must be a positive integer, not \"" + s + "\"");
+    return static_cast<uint32_t>(v);
+}
+
+keyauth::Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what) {
+    keyauth::Id id{};
+    if (!keyauth::parse_id(prefix, s, id)) {
+        throw UsageError(std::string(what) + " \"" + shown(s) + "\" is not a " + std::string(prefix) +
+                         "<24 hex digits> id");
+    }
+    return id;
+}
+
+Args parse_command_line(int argc, char **argv) {
+    Args a = split_args(argc, argv);
+    check_args(a);
+    return a;
+}
+
+}  // namespace keyauthctl

@@ -1,0 +1,17 @@
+// keyauthctl's commands over an open store, each printing text or JSON.
+#pragma once
+
+#include "command_line.h"
+#include "store.h"
+
+namespace keyauthctl {
+
+int run_account(keyauth::Store &store, const Args &a);
+int run_key(keyauth::Store &store, const Args &a);
+int run_plans(keyauth::Store &store, const Args &a);
+int run_fx(keyauth::Store &store, const Args &a);
+int run_init(const std::string &db, const Args &a);
+// Before anything opens (and so creates) the store; exit 1 on a failure.
+int run_doctor(const std::string &db, const Args &a);
+
+}  // namespace keyauthctl

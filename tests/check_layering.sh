@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The layers and which may include which:
+#   src/core        (C++ core)      nothing of nginx, nothing of admin/
+#   src/*.c         (nginx glue)    over the core's one C header
+#   admin/lib       (the store library)  nothing of src/*.c glue, nothing of a program
+#   admin/<program> (keyauthd, keyauthctl, ...)  the library, nothing of another program
+# Usage: check_layering.sh DIR (exit 1 listing each violation), or
+# check_layering.sh --self-test (builds a tree with one violation of each kind
+# and a clean one, and checks that exactly the violations are found).
+set -euo pipefail
+
+check() {
+    local root=$1 bad=0
+    say() { echo "layering: $*"; bad=1; }
+    includes() { grep -HnE '^[[:space:]]*#[[:space:]]*include' "$@" 2>/dev/null || true; }
+    # headers of a folder, by base name
+    headers_of() { find "$1" -maxdepth 1 -name '*.h' -printf '%f\n' 2>/dev/null | sort -u; }
+
+    local core_files
+    core_files=$(find "$root/src/core" -name '*.cc' -o -name '*.h' 2>/dev/null | sort)
+    if [ -n "$core_files" ]; then
+        while IFS= read -r hit; do
+            say "src/core includes nginx: ${hit#"$root"/}"
+        done < <(includes $core_files | grep -E '[<"](ngx_|nginx)' || true)
+        local lib_headers
+        lib_headers=$(headers_of "$root/admin/lib")
+        for h in $lib_headers; do
+            while IFS= read -r hit; do
+                say "src/core includes the admin library's $h: ${hit#"$root"/}"
+            done < <(includes $core_files | grep -E "[<\"/]$h[>\"]" || true)
+        done
+    fi
+
+    local admin_files
+    admin_files=$(find "$root/admin" -name '*.cc' -o -name '*.h' 2>/dev/null | sort)
+    if [ -n "$admin_files" ]; then
+        while IFS= read -r hit; do
+            say "admin/ includes nginx glue: ${hit#"$root"/}"
+        done < <(includes $admin_files | grep -E '[<"/](ngx_|nginx)|\.c[>"]' || true)
+    fi
+
+    local programs
+    programs=$(find "$root/admin" -mindepth 1 -maxdepth 1 -type d ! -name lib -printf '%f\n' 2>/dev/null | sort)
+    for p in $programs; do
+        local theirs
+        theirs=$(headers_of "$root/admin/$p")
+        # the library must not reach into this program
+        for h in $theirs; do
+            while IFS= read -r hit; do
+                say "admin/lib includes $p's $h: ${hit#"$root"/}"
+            done < <(includes $(find "$root/admin/lib" -name '*.cc' -o -name '*.h' | sort) | grep -E "[<\"/]$h[>\"]" || true)
+        done
+        # nor another program
+        for q in $programs; do
+            [ "$p" = "$q" ] && continue
+            for h in $theirs; do
+                [ -e "$root/admin/$q/$h" ] && continue  # its own header of that name
+                while IFS= read -r hit; do
+                    say "admin/$q includes $p's $h: ${hit#"$root"/}"
+                done < <(includes $(find "$root/admin/$q" -name '*.cc' -o -name '*.h' | sort) | grep -E "[<\"/]$h[>\"]" || true)
+            done
+        done
+    done
+    return $bad
+}
+
+self_test() {
+    local t
+    t=$(mktemp -d)
+    trap 'rm -rf "$t"' RETURN
+    mkdir -p "$t/src/core" "$t/admin/lib" "$t/admin/progA" "$t/admin/progB"
+    echo '#include "core.h"' > "$t/src/core/core.cc"
+    echo '#include "lib.h"' > "$t/admin/lib/lib.cc"
+    touch "$t/src/core/core.h" "$t/admin/lib/lib.h" "$t/admin/progA/a.h" "$t/admin/progB/b.h"
+    printf '#include "lib.h"\n#include "a.h"\n' > "$t/admin/progA/main.cc"
+    printf '#include "lib.h"\n#include "b.h"\n' > "$t/admin/progB/main.cc"
+    check "$t" >/dev/null || { echo "layering self-test: a clean tree was refused"; check "$t"; return 1; }
+    local kind file line
+    while IFS='|' read -r kind file line; do
+        cp "$t/$file" "$t/$file.orig"
+        echo "$line" >> "$t/$file"
+        if check "$t" >/dev/null; then
+            echo "layering self-test: missed $kind"
+            return 1
+        fi
+        mv "$t/$file.orig" "$t/$file"
+    done <<'CASES'
+core includes nginx|src/core/core.cc|#include <ngx_core.h>
+core includes the admin library|src/core/core.cc|#include "lib.h"
+admin includes glue|admin/lib/lib.cc|#include "ngx_http_keyauth_module.h"
+admin includes a .c file|admin/progA/main.cc|#include "../../src/x.c"
+the library includes a program|admin/lib/lib.cc|#include "a.h"
+a program includes another|admin/progB/main.cc|#include "a.h"
+a program includes another by path|admin/progB/main.cc|#include "../progA/a.h"
+CASES
+    echo "layering self-test: every kind of violation is found"
+}
+
+if [ "${1:-}" = --self-test ]; then
+    self_test
+else
+    check "${1:-.}" && echo "layering: ok"
+fi
