@@ -1,0 +1,112 @@
+#include "options.h"
+
+#include <boost/asio/ip/address.hpp>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace keyauthd {
+namespace {
+
+const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--allow-remote]
+
+Serves the console key-management API (POST /v1/keys, GET /v1/keys,
+POST /v1/keys/{id}/revoke) over HTTP. Put it behind nginx: see
+nginx_conf/console_api.conf. Stops gracefully on SIGTERM or SIGINT: in-flight
+requests finish and answer within 4.5 s, then the store is closed.
+
+Limits: 4 workers with 64 queued requests (more: 503 SERVER_BUSY), 512
+connections (more: 503), 100 header fields and 16 KiB of head (431), 64 KiB
+bodies (413); 5 s for an idle keep-alive connection, 10 s for a request
+head, its body (408) and its answer.
+
+  --db PATH       LMDB environment directory (created if missing)
+  --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
+  --max-connections N
+                  open connections at most (default 512); one more is
+                  answered 503 SERVER_BUSY and closed
+  --allow-remote  allow a --listen address other than loopback (the API is
+                  meant to sit behind nginx on the same host)
+  --map-size MIB  the most the store may grow to: at least this, and never
+                  less than it was last written with (default: as written,
+                  4096 for a new store; the file is sparse). When it is full,
+                  creates answer 507 STORE_FULL; restart with a larger size.
+)";
+
+[[noreturn]] void usage_error(const std::string &msg) {
+    std::cerr << "keyauthd: " << msg << "\n\n" << kUsage;
+    std::exit(2);
+}
+
+bool parse_listen(const std::string &spec, std::string &host, int &port) {
+    size_t colon = spec.rfind(':');
+    if (colon == std::string::npos || colon == 0) return false;
+    host = spec.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);  // [::1]:8081
+    }
+    const char *b = spec.data() + colon + 1, *e = spec.data() + spec.size();
+    auto [p, ec] = std::from_chars(b, e, port);
+    return ec == std::errc() && p == e && port > 0 && port < 65536;
+}
+
+bool is_loopback(const std::string &host) {
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(host, ec);
+    return !ec && address.is_loopback();
+}
+
+// A whole decimal number from lo to hi, or a usage error naming the option.
+size_t bounded(const std::string &option, const std::string &text, size_t lo, size_t hi,
+               const char *unit) {
+    size_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) {
+        usage_error(option + " takes " + unit + " from " + std::to_string(lo) + " to " +
+                    std::to_string(hi));
+    }
+    return v;
+}
+
+}  // namespace
+
+Options parse_options(int argc, char **argv) {
+    Options o;
+    std::string map_mib, max_conn;
+    bool allow_remote = false;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        }
+        if (a == "--allow-remote") {
+            if (allow_remote) usage_error(a + " given twice");
+            allow_remote = true;
+            continue;
+        }
+        std::string *slot = a == "--db"                ? &o.db
+                            : a == "--listen"          ? &o.listen
+                            : a == "--map-size"        ? &map_mib
+                            : a == "--max-connections" ? &max_conn
+                                                       : nullptr;
+        if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
+        if (i + 1 >= argc) usage_error(a + " needs a value");
+        if (!slot->empty()) usage_error(a + " given twice");
+        *slot = argv[++i];
+    }
+    if (o.db.empty()) usage_error("--db PATH is required");
+    if (!parse_listen(o.listen, o.host, o.port)) {
+        usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
+    }
+    if (!allow_remote && !is_loopback(o.host)) {
+        usage_error("--listen " + o.listen + " is not a loopback address; add --allow-remote if you mean it");
+    }
+    if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
+    if (!max_conn.empty()) o.max_connections = bounded("--max-connections", max_conn, 1, 65536, "a number");
+    return o;
+}
+
+}  // namespace keyauthd

@@ -1,0 +1,22 @@
+// keyauthd's command line. Anything it does not know, a value missing or out
+// of range, or an option given twice is a usage error: exit 2 with the usage.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace keyauthd {
+
+struct Options {
+    std::string db;
+    std::string listen;  // as given, for messages
+    std::string host;    // brackets of an IPv6 address removed
+    int port = 0;
+    size_t map_size = 0;         // bytes; 0: as the store was written
+    size_t max_connections = 0;  // 0: the server's default
+};
+
+// Exits 0 after printing the usage for -h/--help, 2 on a usage error.
+Options parse_options(int argc, char **argv);
+
+}  // namespace keyauthd
