@@ -76,6 +76,62 @@ subtest 'every answer keyauthd makes itself is in the JSON layout' => sub {
     like $t->keyauthd_log, qr/"status":431/, 'server-made answers are logged too';
 };
 
+# Sends the head in pieces, as a slow network would.
+sub in_pieces {
+    my ($port, $text, $piece) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+    local $SIG{PIPE} = 'IGNORE';
+    for (my $i = 0; $i < length $text; $i += $piece) {
+        syswrite($s, substr($text, $i, $piece)) or last;
+    }
+    my $raw = read_answer($s, 15);
+    my ($head, $body) = split /\r\n\r\n/, $raw, 2;
+    my ($status) = ($head // '') =~ m{^HTTP/1.1 (\d{3})};
+    return ($status // 0, eval { decode_json($body) } // {});
+}
+
+subtest 'HTTP semantics: limits whatever the chunking, HEAD, Expect, pipelining' => sub {
+    my $fields = join '', map { sprintf "X-F%03d: %s\r\n", $_, 'v' x 170 } 1 .. 95;  # 17.1 KB
+    my ($st, $body) = in_pieces($kd, "GET /v1/keys HTTP/1.1\r\nHost: x\r\n$fields\r\n", 1000);
+    is $st, 431, 'a 17 KB head of 96 fields sent in 1 KB pieces: 431 (the limit is the whole head)';
+    $fields = join '', map { sprintf "X-F%03d: %s\r\n", $_, 'v' x 150 } 1 .. 95;  # 15.3 KB
+    ($st) = in_pieces($kd, "GET /v1/keys HTTP/1.1\r\nHost: x\r\n$fields\r\n", 1000);
+    is $st, 401, 'a 15.3 KB head in pieces is judged (401 without a token)';
+    ($st, $body) = in_pieces($kd, 'GET /v1/keys?' . ('a' x 5000) . " HTTP/1.1\r\nHost: x\r\n"
+                                  . ('X-Pad: ' . ('p' x 1000) . "\r\n") x 12 . "\r\n", 700);
+    is $st, 431, 'a 5 KB target then 12 KB of fields, in pieces: 431, not 414';
+    ($st, $body) = in_pieces($kd, 'GET /' . ('a' x 17000) . " HTTP/1.1\r\nHost: x\r\n\r\n", 3000);
+    is $st, 414, 'a 17 KB request line in pieces: 414';
+    my ($ok) = in_pieces($kd, "GET /v1/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $token\r\n"
+                            . "Connection: close\r\n\r\n", 1);
+    is $ok, 200, 'a head sent one byte at a time (well inside 10 s) is served';
+
+    my $head = KeyauthTest::raw_request($kd, "HEAD /v1/keys HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    is $head->{status}, 405, 'HEAD: 405 (GET and POST only)';
+    ok KeyauthTest::header($head, 'Content-Length') > 0, '... with the length GET would have';
+    is $head->{body}, '', '... and no body';
+
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $kd) or die $!;
+    my $json = qq({"name":"expect","scopes":["ip:read"],"rateLimitPerMinute":5});
+    syswrite $s, "POST /v1/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $token\r\n"
+               . "Content-Type: application/json\r\nContent-Length: " . length($json)
+               . "\r\nExpect: 100-continue\r\n\r\n";
+    my $interim = '';
+    IO::Select->new($s)->can_read(10) and sysread $s, $interim, 4096;
+    like $interim, qr{^HTTP/1.1 100 Continue\r\n\r\n}, 'Expect: 100-continue is answered 100 before the body';
+    syswrite $s, $json;
+    like read_answer($s, 10), qr{^HTTP/1.1 201}, '... and the key is created';
+    close $s;
+
+    $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $kd) or die $!;
+    syswrite $s, ("GET /v1/keys?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $token\r\n\r\n" x 3)
+               . "GET /v1/keys HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    my $all = '';
+    while (IO::Select->new($s)->can_read(10)) { sysread($s, $all, 65536, length $all) or last }
+    my @statuses = $all =~ m{^HTTP/1.1 (\d{3})}mg;
+    is_deeply \@statuses, [200, 200, 200, 401], 'four pipelined requests: four answers, in order';
+};
+
 # Reads one answer with a Content-Length from a kept-alive connection.
 sub read_answer {
     my ($s, $timeout) = @_;

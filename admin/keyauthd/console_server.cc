@@ -1,5 +1,7 @@
 #include "console_server.h"
 
+#include <sys/resource.h>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -7,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <atomic>
 #include <optional>
 #include <unordered_set>
 
@@ -22,11 +25,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-// After the answer to a request whose body stays unread, the rest is read
-// and dropped for this long before closing: closing with unread bytes makes
-// the kernel send a reset that can destroy the answer before it is read.
+// Before closing, what the client still sends is read and dropped for this
+// long, or this much (see Session::linger).
 constexpr std::chrono::seconds kLingerTime{2};
-constexpr size_t kLingerBytes = 256 * 1024;
+constexpr size_t kLingerBytes = 64 * 1024;
 
 ConsoleResponse closing(ConsoleResponse r) {
     r.headers.emplace_back("Connection", "close");
@@ -61,15 +63,18 @@ struct ConsoleServer::Impl {
     net::steady_timer stop_deadline{ioc};
     BoundedPool pool;
     std::unordered_set<Session *> sessions;  // open ones; touched on the loop thread only
-    bool stopping = false;
+    // Set on the loop thread; workers read it to skip requests still queued.
+    std::atomic<bool> stopping{false};
     bool forced = false;
 
     Impl(ConsoleApi &a, ConsoleServerLimits l, Logger lg)
         : api(a), limits(l), log(std::move(lg)), pool(l.workers, l.queue) {}
 
     void accept();
+    void on_signal();
     void stop();
     void forget(Session *s);
+    void end_if_drained();
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -82,6 +87,7 @@ public:
         beast::error_code ec;
         auto ep = stream_.socket().remote_endpoint(ec);
         if (!ec) remote_ = ep.address().to_string();
+        log_.remote = remote_;
     }
 
     void start() {
@@ -91,6 +97,7 @@ public:
 
     // Over the connection limit: a fast refusal, never a wait.
     void refuse() {
+        srv_.sessions.insert(this);
         respond(server_error(503, "SERVER_BUSY", "Too many connections; try again shortly"));
     }
 
@@ -107,57 +114,105 @@ public:
 private:
     enum class State { kIdle, kHead, kBody, kWorking, kWriting, kLinger, kClosed };
 
+    // Every completion handler starts here: a connection closed meanwhile
+    // (by a stop, a deadline) goes no further, even if its read succeeded.
+    bool closed() const { return state_ == State::kClosed; }
+
     void next_request() {
+        if (closed()) return;
         if (srv_.stopping) return close();
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.max_header_bytes));
         parser_->body_limit(srv_.limits.max_body);
         log_ = ExchangeLog{};
         log_.remote = remote_;
-        if (buffer_.size() > 0) return read_head();  // pipelined
+        is_head_ = false;
+        if (buffer_.size() > 0) {  // pipelined
+            start_head();
+            return;
+        }
         // Waiting for a first byte costs no thread; the head deadline starts
         // with it.
         state_ = State::kIdle;
         stream_.expires_after(srv_.limits.idle_timeout);
         stream_.async_read_some(
             buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+                if (self->closed()) return;
                 self->buffer_.commit(n);
                 if (ec || n == 0) return self->close();
-                self->read_head();
+                self->start_head();
             });
     }
 
     // A head or body deadline answers 408 before closing; the stream's own
     // timeout would close the socket first, so a timer of its own cancels
-    // the read instead.
+    // the read instead. The generation tells a deadline that fired just as
+    // its read completed from one for the read going on now.
     void arm_deadline(std::chrono::milliseconds limit) {
         stream_.expires_never();
         timed_out_ = false;
+        const unsigned generation = ++deadline_generation_;
         deadline_.expires_after(limit);
-        deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
-            if (ec) return;  // cancelled: the read finished in time
+        deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+            if (ec || self->closed() || generation != self->deadline_generation_) return;
             self->timed_out_ = true;
             beast::error_code ignored;
             self->stream_.socket().cancel(ignored);
         });
     }
 
-    void read_head() {
+    void disarm_deadline() {
+        ++deadline_generation_;
+        deadline_.cancel();
+    }
+
+    void start_head() {
         state_ = State::kHead;
         arm_deadline(srv_.limits.head_timeout);
-        http::async_read_header(stream_, buffer_, *parser_,
-                                [self = shared_from_this()](beast::error_code ec, size_t) {
-                                    self->on_head(ec);
+        read_head();
+    }
+
+    // The head is gathered here, up to its blank line, and only then given
+    // to the parser whole: the limit is exact, and whether the request line
+    // itself was too long (414) can be told from the bytes.
+    void read_head() {
+        auto data = buffer_.cdata();
+        std::string_view seen(static_cast<const char *>(data.data()), data.size());
+        const size_t limit = srv_.limits.max_header_bytes;
+        size_t end = seen.find("\r\n\r\n");
+        if (end != std::string_view::npos && end + 4 <= limit) return parse_head(end + 4);
+        if (seen.size() >= limit) {
+            disarm_deadline();
+            if (seen.substr(0, limit).find('\n') == std::string_view::npos) {
+                return respond(server_error(414, "URI_TOO_LONG", "The request line is over 16 KiB"));
+            }
+            return respond(server_error(431, "HEADERS_TOO_LARGE", "The request head is over 16 KiB"));
+        }
+        stream_.async_read_some(buffer_.prepare(std::min<size_t>(4096, limit + 4 - seen.size())),
+                                [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                    if (self->closed()) return;
+                                    self->buffer_.commit(n);
+                                    if (ec) return self->on_read_error(ec);
+                                    self->read_head();
                                 });
     }
 
-    void on_head(beast::error_code ec) {
-        if (ec) return on_read_error(ec);
-        deadline_.cancel();
+    void parse_head(size_t head_bytes) {
+        disarm_deadline();
+        beast::error_code ec;
+        auto data = buffer_.cdata();
+        size_t used = parser_->put(net::const_buffer(data.data(), head_bytes), ec);
+        buffer_.consume(used);
+        if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;
+        if (ec == http::error::body_limit) {
+            return respond(server_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB"));
+        }
+        if (ec) return respond(server_error(400, "BAD_REQUEST", "Malformed HTTP request"));
         const auto &req = parser_->get();
         log_.method = std::string(req.method_string());
         auto target = req.target();
         log_.path = std::string(target.substr(0, target.find('?')));
+        is_head_ = req.method() == http::verb::head;
         size_t fields = 0;
         for (auto it = req.begin(); it != req.end(); ++it) fields++;
         if (fields > srv_.limits.max_header_fields) {
@@ -176,50 +231,71 @@ private:
                                         "Authorization and Content-Type may be sent once"));
         }
         if (parser_->is_done()) return dispatch();
+        if (beast::iequals(req[http::field::expect], "100-continue")) return send_continue();
+        read_body();
+    }
+
+    // A client that asked waits for this before sending its body.
+    void send_continue() {
+        static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        state_ = State::kWriting;
+        stream_.expires_after(srv_.limits.write_timeout);
+        net::async_write(stream_, net::buffer(kContinue, sizeof kContinue - 1),
+                         [self = shared_from_this()](beast::error_code ec, size_t) {
+                             if (self->closed()) return;
+                             if (ec) return self->close();
+                             self->read_body();
+                         });
+    }
+
+    void read_body() {
         state_ = State::kBody;
         arm_deadline(srv_.limits.body_timeout);
         http::async_read(stream_, buffer_, *parser_,
                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                             if (self->closed()) return;
                              if (ec) return self->on_read_error(ec);
-                             self->deadline_.cancel();
+                             self->disarm_deadline();
                              self->dispatch();
                          });
     }
 
     void on_read_error(beast::error_code ec) {
-        deadline_.cancel();
-        if (state_ == State::kClosed || srv_.stopping) return close();
+        disarm_deadline();
+        if (srv_.stopping) return close();
         if (timed_out_) {
             return respond(server_error(408, "REQUEST_TIMEOUT",
                                         state_ == State::kHead ? "The request head took too long"
                                                                : "The request body took too long"));
         }
-        if (ec == http::error::header_limit) {
-            // The parser fills in the target once the request line is whole:
-            // without one, the line itself is what is too long.
-            if (parser_->get().target().empty()) {
-                return respond(server_error(414, "URI_TOO_LONG", "The request target is too long"));
-            }
-            return respond(server_error(431, "HEADERS_TOO_LARGE", "The request head is over 16 KiB"));
-        }
         if (ec == http::error::body_limit) {
             return respond(server_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB"));
         }
-        if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-            ec.category() != http::make_error_code(http::error::body_limit).category() ||
-            ec == http::error::buffer_overflow) {
-            return close();  // the client went away, or a transport error
+        if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+            ec != http::error::end_of_stream && ec != http::error::partial_message &&
+            ec != http::error::buffer_overflow) {
+            return respond(server_error(400, "BAD_REQUEST", "Malformed HTTP request"));
         }
-        return respond(server_error(400, "BAD_REQUEST", "Malformed HTTP request"));
+        close();  // the client went away, or a transport error
     }
 
     void dispatch() {
+        if (closed()) return;
         state_ = State::kWorking;
         auto req = std::make_shared<http::request<http::string_body>>(parser_->release());
         keep_alive_ = req->keep_alive();
         auto self = shared_from_this();
         bool queued = srv_.pool.try_submit([self, req] {
-            ConsoleResponse out = self->serve(*req);
+            ConsoleResponse out;
+            try {
+                // Still queued when the server stopped: its answer could not
+                // be sent, so it does not run at all.
+                out = self->srv_.stopping
+                          ? server_error(503, "SERVER_STOPPING", "The server is stopping; retry")
+                          : self->serve(*req);
+            } catch (...) {
+                out = server_error(500, "INTERNAL_ERROR", "The request could not be completed");
+            }
             net::post(self->stream_.get_executor(),
                       [self, out = std::move(out)]() mutable { self->respond(std::move(out)); });
         });
@@ -230,7 +306,8 @@ private:
         }
     }
 
-    // On a worker thread: the request as the API sees it.
+    // On a worker thread: the request as the API sees it. Reads only the
+    // request it was handed and the API.
     ConsoleResponse serve(const http::request<http::string_body> &req) const {
         ConsoleRequest in;
         in.method = std::string(req.method_string());
@@ -256,8 +333,8 @@ private:
     }
 
     void respond(ConsoleResponse out) {
-        if (state_ == State::kClosed) return;
-        bool close = !keep_alive_ || srv_.stopping || close_after_;
+        if (closed()) return;
+        bool close = !keep_alive_ || srv_.stopping || close_after_ || state_ != State::kWorking;
         res_ = {};
         res_.version(11);
         res_.result(static_cast<unsigned>(out.status));
@@ -272,23 +349,34 @@ private:
         res_.body() = std::move(out.body);
         res_.keep_alive(!close);
         res_.prepare_payload();
+        if (is_head_) {
+            // the length of what GET would send, and no body (RFC 9110 9.3.2)
+            res_.body().clear();
+        }
         close_after_ = close;
-        // A request cut short leaves bytes unread: linger before closing.
-        linger_ = state_ != State::kWorking;
         log_.status = out.status;
         log_.account = std::move(out.account);
         log_.internal_error = std::move(out.internal_error);
         if (srv_.log) srv_.log(log_);
         state_ = State::kWriting;
         stream_.expires_after(srv_.limits.write_timeout);
-        http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+        auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
+            if (self->closed()) return;
             if (ec) return self->close();
-            if (self->close_after_) return self->linger_ ? self->linger() : self->close();
+            if (self->close_after_) return self->linger();
             self->next_request();
-        });
+        };
+        if (is_head_) {
+            serializer_.emplace(res_);
+            http::async_write_header(stream_, *serializer_, std::move(done));
+        } else {
+            http::async_write(stream_, res_, std::move(done));
+        }
     }
 
-    // Half-close, then drop what the client still sends until it closes too.
+    // Half-close, then drop what the client still sends (an unread body,
+    // pipelined requests) until it closes too: closing with unread bytes
+    // makes the kernel send a reset that can destroy the answer in flight.
     void linger() {
         state_ = State::kLinger;
         beast::error_code ec;
@@ -302,17 +390,17 @@ private:
     void read_and_drop() {
         stream_.async_read_some(buffer_.prepare(16384),
                                 [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                    if (self->closed()) return;
                                     self->dropped_ += n;
-                                    self->buffer_.consume(self->buffer_.size());
                                     if (ec || self->dropped_ > kLingerBytes) return self->close();
                                     self->read_and_drop();
                                 });
     }
 
     void close() {
-        if (state_ == State::kClosed) return;
+        if (closed()) return;
         state_ = State::kClosed;
-        deadline_.cancel();
+        disarm_deadline();
         beast::error_code ec;
         stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
         stream_.close();
@@ -322,16 +410,18 @@ private:
     ConsoleServer::Impl &srv_;
     beast::tcp_stream stream_;
     net::steady_timer deadline_;
+    unsigned deadline_generation_ = 0;
     bool timed_out_ = false;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
     http::response<http::string_body> res_;
+    std::optional<http::response_serializer<http::string_body>> serializer_;
     std::string remote_;
     ExchangeLog log_;
     State state_ = State::kIdle;
     bool keep_alive_ = true;
+    bool is_head_ = false;
     bool close_after_ = false;
-    bool linger_ = false;
     size_t dropped_ = 0;
 };
 
@@ -351,14 +441,25 @@ void ConsoleServer::Impl::accept() {
         if (sessions.size() >= limits.max_connections) {
             // Refusals are short-lived, but not free: past twice the limit
             // the connection is closed without a word.
-            if (sessions.size() < 2 * limits.max_connections) {
-                sessions.insert(session.get());
-                session->refuse();
-            }
+            if (sessions.size() < 2 * limits.max_connections) session->refuse();
         } else {
             session->start();
         }
         accept();
+    });
+}
+
+// The first SIGTERM or SIGINT stops gracefully; a second one stops at once.
+void ConsoleServer::Impl::on_signal() {
+    signals.async_wait([this](beast::error_code ec, int) {
+        if (ec) return;
+        if (!stopping) {
+            on_signal();
+            stop();
+        } else {
+            forced = true;
+            ioc.stop();
+        }
     });
 }
 
@@ -375,20 +476,49 @@ void ConsoleServer::Impl::stop() {
     });
     std::vector<Session *> open(sessions.begin(), sessions.end());
     for (Session *s : open) s->on_stop();
-    if (sessions.empty()) stop_deadline.cancel();
+    end_if_drained();
 }
 
-// The loop runs while anything is pending: after a stop, the deadline is the
-// last thing, so cancelling it with the last connection ends the loop.
+// The loop runs while anything is pending: after a stop, the deadline (and
+// the wait for a second signal) are the last things, so the last connection
+// gone ends the loop.
 void ConsoleServer::Impl::forget(Session *s) {
     sessions.erase(s);
-    if (stopping && sessions.empty()) stop_deadline.cancel();
+    end_if_drained();
+}
+
+void ConsoleServer::Impl::end_if_drained() {
+    if (!stopping || !sessions.empty()) return;
+    stop_deadline.cancel();
+    beast::error_code ec;
+    signals.cancel(ec);
 }
 
 ConsoleServer::ConsoleServer(ConsoleApi &api, ConsoleServerLimits limits, Logger log)
     : impl_(std::make_unique<Impl>(api, limits, std::move(log))) {}
 
 ConsoleServer::~ConsoleServer() = default;
+
+// Each connection is one descriptor, and refusals (up to as many again)
+// hold one briefly: the soft limit is raised to the hard one, and the
+// connection limit lowered if even that cannot hold twice as many plus a
+// reserve, so that a new client meets a fast 503, not a stalled accept.
+size_t ConsoleServer::fit_to_descriptors() {
+    constexpr rlim_t kReserve = 64;  // the store, the log, the loop's own
+    rlimit nofile{};
+    if (getrlimit(RLIMIT_NOFILE, &nofile) != 0) return impl_->limits.max_connections;
+    if (nofile.rlim_cur < nofile.rlim_max) {
+        rlimit raised = nofile;
+        raised.rlim_cur = std::min<rlim_t>(nofile.rlim_max, 1 << 20);
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) nofile = raised;
+    }
+    size_t &max = impl_->limits.max_connections;
+    if (nofile.rlim_cur != RLIM_INFINITY) {
+        const size_t budget = nofile.rlim_cur > 2 * kReserve ? (nofile.rlim_cur - kReserve) / 2 : 1;
+        max = std::min(max, budget);
+    }
+    return max;
+}
 
 bool ConsoleServer::bind(const std::string &host, int port, std::string &error) {
     beast::error_code ec;
@@ -409,9 +539,7 @@ bool ConsoleServer::bind(const std::string &host, int port, std::string &error) 
 
 ConsoleServer::Stopped ConsoleServer::run() {
     Impl &s = *impl_;
-    s.signals.async_wait([&s](beast::error_code ec, int) {
-        if (!ec) s.stop();
-    });
+    s.on_signal();
     s.accept();
     s.ioc.run();
     Stopped how;

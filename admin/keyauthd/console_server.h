@@ -46,6 +46,10 @@ public:
     ConsoleServer(ConsoleApi &api, ConsoleServerLimits limits, Logger log);
     ~ConsoleServer();
 
+    // Raises the descriptor limit as far as allowed and lowers the
+    // connection limit to what it can hold; returns the connection limit.
+    size_t fit_to_descriptors();
+
     // Binds (SO_REUSEADDR); false with errno-style detail in `error`.
     bool bind(const std::string &host, int port, std::string &error);
 
@@ -57,7 +61,8 @@ public:
 
     // Serves until SIGTERM or SIGINT: then stops accepting, closes idle and
     // half-read connections, lets in-flight requests finish and answer
-    // (Connection: close) within stop_timeout.
+    // (Connection: close) within stop_timeout; requests still queued for a
+    // worker are answered 503 without running. A second signal stops at once.
     Stopped run();
 
     struct Impl;  // the event loop and its connections, in console_server.cc

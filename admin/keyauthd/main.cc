@@ -40,7 +40,11 @@ int main(int argc, char **argv) {
             std::cerr << "keyauthd: cannot listen on " << opt.listen << ": " << error << "\n";
             return 1;
         }
-        keyauthd::emit({{"event", "listening"}, {"listen", opt.listen}, {"db", opt.db}});
+        const size_t max_connections = server.fit_to_descriptors();
+        keyauthd::emit({{"event", "listening"},
+                        {"listen", opt.listen},
+                        {"db", opt.db},
+                        {"maxConnections", max_connections}});
         keyauth::ConsoleServer::Stopped how = server.run();
         keyauthd::emit({{"event", "stopped"},
                         {"allAnswered", how.all_answered},
