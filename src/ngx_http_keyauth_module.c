@@ -2,8 +2,8 @@
  * keyauth: Bearer API key authentication in the access phase.
  *
  * The glue only translates between nginx and the C++ core (keyauth_core.h):
- * configuration, the per-worker LMDB handle, the access handler, the JSON
- * error responses and the $keyauth_* variables.
+ * configuration, the access handler, the JSON error responses and the
+ * $keyauth_* variables. The per-worker LMDB handle is ngx_http_keyauth_store.c.
  */
 
 #include "ngx_http_keyauth_module.h"
@@ -14,12 +14,7 @@
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_status.h"
-
-
-/* A store that failed to open is retried at most this often, and an open
- * one is checked this often for having been replaced under us. */
-#define NGX_HTTP_KEYAUTH_REOPEN_MSEC  1000
-#define NGX_HTTP_KEYAUTH_CHECK_MSEC   1000
+#include "ngx_http_keyauth_store.h"
 
 
 typedef enum {
@@ -65,8 +60,6 @@ static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_keyauth_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
-static ngx_int_t ngx_http_keyauth_init_process(ngx_cycle_t *cycle);
-static void ngx_http_keyauth_exit_process(ngx_cycle_t *cycle);
 
 
 static ngx_command_t  ngx_http_keyauth_commands[] = {
@@ -146,10 +139,10 @@ ngx_module_t  ngx_http_keyauth_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    ngx_http_keyauth_init_process,         /* init process */
+    ngx_http_keyauth_store_init_process,   /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    ngx_http_keyauth_exit_process,         /* exit process */
+    ngx_http_keyauth_store_exit_process,   /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -171,13 +164,6 @@ static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
 
       ngx_http_null_variable
 };
-
-
-/* One LMDB reader per worker process: LMDB handles do not survive fork. */
-static ka_edge_t   *ngx_http_keyauth_edge_handle;
-static ngx_msec_t   ngx_http_keyauth_next_open;
-static ngx_msec_t   ngx_http_keyauth_next_check;
-static u_char      *ngx_http_keyauth_db_path;
 
 
 static ngx_str_t  ngx_http_keyauth_www_authenticate =
@@ -382,64 +368,6 @@ ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
-}
-
-
-ka_edge_t *
-ngx_http_keyauth_edge(ngx_log_t *log)
-{
-    char  err[256];
-
-    if (ngx_http_keyauth_edge_handle != NULL) {
-
-        if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_check)
-            < 0)
-        {
-            return ngx_http_keyauth_edge_handle;
-        }
-
-        ngx_http_keyauth_next_check = ngx_current_msec
-                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
-
-        /* a store made anew at the same path would otherwise go unseen:
-         * revoked keys of the old one would keep working */
-        if (!ka_edge_stale(ngx_http_keyauth_edge_handle, err, sizeof(err))) {
-            return ngx_http_keyauth_edge_handle;
-        }
-
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "keyauth: key store \"%s\": %s; opening it again",
-                      ngx_http_keyauth_db_path, err);
-
-        ka_edge_close(ngx_http_keyauth_edge_handle);
-        ngx_http_keyauth_edge_handle = NULL;
-        ngx_http_keyauth_next_open = ngx_current_msec;
-    }
-
-    if (ngx_http_keyauth_db_path == NULL
-        || (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_open) < 0)
-    {
-        return NULL;
-    }
-
-    ngx_http_keyauth_edge_handle = ka_edge_open(
-                                       (const char *) ngx_http_keyauth_db_path,
-                                       err, sizeof(err));
-
-    if (ngx_http_keyauth_edge_handle == NULL) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "keyauth: cannot open key store \"%s\": %s; "
-                      "API key requests fail with 503 until it opens",
-                      ngx_http_keyauth_db_path, err);
-        ngx_http_keyauth_next_open = ngx_current_msec
-                                     + NGX_HTTP_KEYAUTH_REOPEN_MSEC;
-
-    } else {
-        ngx_http_keyauth_next_check = ngx_current_msec
-                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
-    }
-
-    return ngx_http_keyauth_edge_handle;
 }
 
 
@@ -811,41 +739,4 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     *h = ngx_http_keyauth_handler;
 
     return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_keyauth_init_process(ngx_cycle_t *cycle)
-{
-    ngx_http_keyauth_main_conf_t  *kmcf;
-
-    if (ngx_process != NGX_PROCESS_WORKER
-        && ngx_process != NGX_PROCESS_SINGLE)
-    {
-        return NGX_OK;
-    }
-
-    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
-
-    if (kmcf == NULL || kmcf->db_path.data == NULL) {
-        return NGX_OK;
-    }
-
-    ngx_http_keyauth_db_path = kmcf->db_path.data;
-    ngx_http_keyauth_next_open = ngx_current_msec;
-
-    /* opened here, not in the master: LMDB handles do not survive fork */
-    (void) ngx_http_keyauth_edge(cycle->log);
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_keyauth_exit_process(ngx_cycle_t *cycle)
-{
-    if (ngx_http_keyauth_edge_handle != NULL) {
-        ka_edge_close(ngx_http_keyauth_edge_handle);
-        ngx_http_keyauth_edge_handle = NULL;
-    }
 }

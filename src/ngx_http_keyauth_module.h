@@ -43,10 +43,6 @@ extern ngx_module_t  ngx_http_keyauth_module;
  * access handler has not run. */
 ngx_http_keyauth_ctx_t *ngx_http_keyauth_get_ctx(ngx_http_request_t *r);
 
-/* This worker's store handle (opened lazily, retried at most once a
- * second); NULL while the store cannot be opened. */
-ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
-
 /* For a shared zone's init: true (and shm_zone->data set) when the zone
  * already holds our data, from the previous cycle (data) or from an
  * existing mapping; its data pointer is kept in the slab pool's data. */

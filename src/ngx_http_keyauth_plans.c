@@ -1,5 +1,6 @@
 #include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_store.h"
 
 
 static ngx_str_t  ngx_http_keyauth_etag_name = ngx_string("ETag");
