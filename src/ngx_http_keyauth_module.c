@@ -2,8 +2,9 @@
  * keyauth: Bearer API key authentication in the access phase.
  *
  * The glue only translates between nginx and the C++ core (keyauth_core.h):
- * configuration, the access handler, the JSON error responses and the
- * $keyauth_* variables. The per-worker LMDB handle is ngx_http_keyauth_store.c.
+ * configuration, the access handler and its JSON error responses. The
+ * per-worker LMDB handle is ngx_http_keyauth_store.c, the $keyauth_*
+ * variables ngx_http_keyauth_variables.c.
  */
 
 #include "ngx_http_keyauth_module.h"
@@ -15,22 +16,13 @@
 #include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_store.h"
-
-
-typedef enum {
-    NGX_HTTP_KEYAUTH_VAR_KEY_ID = 0,
-    NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
-    NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX,
-    NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING
-} ngx_http_keyauth_var_e;
+#include "ngx_http_keyauth_variables.h"
 
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
 static void ngx_http_keyauth_cleanup(void *data);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
     ka_auth_result_t *res);
-static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -58,7 +50,6 @@ static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
-static ngx_int_t ngx_http_keyauth_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
 
 
@@ -145,24 +136,6 @@ ngx_module_t  ngx_http_keyauth_module = {
     ngx_http_keyauth_store_exit_process,   /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
-};
-
-
-static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
-
-    { ngx_string("keyauth_key_id"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_KEY_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("keyauth_account_id"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("keyauth_key_prefix"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("keyauth_rate_remaining"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-      ngx_http_null_variable
 };
 
 
@@ -413,80 +386,6 @@ ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail)
 }
 
 
-static ngx_int_t
-ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
-    uintptr_t data)
-{
-    ngx_http_keyauth_ctx_t  *ctx;
-
-    /* found again after a redirect to a location without keyauth (try_files
-     * to a named location, error_page), and from subrequests */
-    ctx = ngx_http_keyauth_get_ctx(r->main);
-
-    if (ctx == NULL) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    switch (data) {
-
-    case NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX:
-        v->len = ctx->auth.prefix_len;
-        v->data = (u_char *) ctx->auth.prefix;
-        break;
-
-    case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
-    case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
-        /* only for an accepted key: with "satisfy any" a refused key's
-         * account must not reach the upstream as if it had passed */
-        if (ctx->auth.verdict != KA_AUTH_OK) {
-            v->len = 0;
-            break;
-        }
-
-        v->data = ngx_pnalloc(r->pool, KA_ID_TEXT_LEN);
-        if (v->data == NULL) {
-            return NGX_ERROR;
-        }
-
-        v->len = KA_ID_TEXT_LEN;
-
-        if (data == NGX_HTTP_KEYAUTH_VAR_KEY_ID) {
-            ka_format_key_id(ctx->auth.key_id_bin, (char *) v->data);
-        } else {
-            ka_format_account_id(ctx->auth.account_id_bin, (char *) v->data);
-        }
-
-        break;
-
-    default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */
-        if (!ctx->rate_checked) {
-            v->len = 0;
-            break;
-        }
-
-        v->data = ngx_pnalloc(r->pool, NGX_INT32_LEN);
-        if (v->data == NULL) {
-            return NGX_ERROR;
-        }
-
-        v->len = ngx_sprintf(v->data, "%uD", ctx->rate.remaining) - v->data;
-        break;
-    }
-
-    if (v->len == 0) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-
-    return NGX_OK;
-}
-
-
 static char *
 ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -669,25 +568,6 @@ ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
-}
-
-
-static ngx_int_t
-ngx_http_keyauth_add_variables(ngx_conf_t *cf)
-{
-    ngx_http_variable_t  *var, *v;
-
-    for (v = ngx_http_keyauth_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
-        if (var == NULL) {
-            return NGX_ERROR;
-        }
-
-        var->get_handler = v->get_handler;
-        var->data = v->data;
-    }
-
-    return NGX_OK;
 }
 
 
