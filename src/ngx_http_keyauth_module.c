@@ -344,48 +344,6 @@ ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
 }
 
 
-ngx_uint_t
-ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data)
-{
-    if (data) {
-        shm_zone->data = data;
-        return 1;
-    }
-
-    if (shm_zone->shm.exists) {
-        shm_zone->data = ((ngx_slab_pool_t *) shm_zone->shm.addr)->data;
-        return 1;
-    }
-
-    return 0;
-}
-
-
-void
-ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail)
-{
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    ngx_str_null(tail);
-
-    if (clcf->name.len > r->uri.len
-        || ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) != 0)
-    {
-        return;
-    }
-
-    tail->data = r->uri.data + clcf->name.len;
-    tail->len = r->uri.len - clcf->name.len;
-
-    if (tail->len && tail->data[0] == '/') {
-        tail->data++;
-        tail->len--;
-    }
-}
-
-
 static char *
 ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
