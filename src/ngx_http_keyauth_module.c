@@ -376,10 +376,6 @@ ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_cpystrn(kmcf->db_path.data, path.data, path.len + 1);
 
-    if (ngx_http_keyauth_stats_zone(cf, kmcf) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
     return NGX_CONF_OK;
 }
 
@@ -547,6 +543,10 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
         }
 
         return NGX_OK;
+    }
+
+    if (ngx_http_keyauth_stats_zone(cf, kmcf) != NGX_OK) {
+        return NGX_ERROR;
     }
 
     if (ngx_http_keyauth_redact_logs(cf) != NGX_OK) {

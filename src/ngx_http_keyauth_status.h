@@ -19,7 +19,8 @@ typedef enum {
     NGX_HTTP_KEYAUTH_OUTCOMES
 } ngx_http_keyauth_outcome_e;
 
-/* From keyauth_db: adds the counters' zone. */
+/* From the module's postconfiguration, once keyauth_db is set: adds the
+ * counters' zone, "keyauth_stats" (another zone of that name is refused). */
 ngx_int_t ngx_http_keyauth_stats_zone(ngx_conf_t *cf,
     ngx_http_keyauth_main_conf_t *kmcf);
 
