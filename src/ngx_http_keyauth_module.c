@@ -168,13 +168,18 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
     ctx = ngx_http_keyauth_get_ctx(r);
 
     if (ctx == NULL) {
-        /* not zeroed: the core sets what each outcome reads */
-        ctx = ngx_palloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
         if (ctx == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        ctx->rate_checked = 0;
+        /*
+         * set by ngx_pcalloc():
+         *
+         *     ctx->auth = { 0 };
+         *     ctx->rate = { 0 };
+         *     ctx->rate_checked = 0;
+         */
 
         /* the cleanup entry finds ctx again after an internal redirect,
          * which clears module contexts (the realip module does the same) */
