@@ -21,8 +21,11 @@
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
 static void ngx_http_keyauth_cleanup(void *data);
+static ngx_int_t ngx_http_keyauth_outcome(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
-    ka_auth_result_t *res);
+    ngx_uint_t status, ngx_str_t *code, ngx_str_t *message,
+    ngx_str_t *challenge);
 static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -147,7 +150,6 @@ static ngx_int_t
 ngx_http_keyauth_handler(ngx_http_request_t *r)
 {
     int64_t                       now_ms;
-    ngx_int_t                     rc;
     ngx_str_t                    *value;
     ngx_uint_t                    level;
     ngx_time_t                   *tp;
@@ -214,23 +216,100 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
                       ctx->auth.reason);
     }
 
-    if (ctx->auth.verdict != KA_AUTH_OK) {
-        ngx_http_keyauth_count(kmcf, (ngx_http_keyauth_outcome_e)
-                                     ctx->auth.verdict);
-        return ngx_http_keyauth_reject(r, &ctx->auth);
+    return ngx_http_keyauth_outcome(r, kmcf, ctx);
+}
+
+
+/*
+ * Every verdict of the core and what it becomes: the counter keyauth_status
+ * shows, and the HTTP answer (or the rate check, for an accepted key). A
+ * verdict this glue does not know fails closed, as AUTH_UNAVAILABLE.
+ */
+static ngx_int_t
+ngx_http_keyauth_outcome(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+{
+    ka_str_t    *scope;
+    ngx_int_t    rc;
+    ngx_str_t    code, message, challenge;
+    ngx_uint_t   status;
+
+    ngx_str_null(&challenge);
+
+    switch (ctx->auth.verdict) {
+
+    case KA_AUTH_OK:
+        if (ctx->rate_checked) {
+            /* charged before an internal redirect: once is enough */
+            return NGX_OK;
+        }
+
+        rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
+
+        ngx_http_keyauth_count(kmcf, rc == NGX_OK
+                                     ? NGX_HTTP_KEYAUTH_OK
+                                     : NGX_HTTP_KEYAUTH_RATE_LIMITED);
+        return rc;
+
+    case KA_AUTH_KEY_REQUIRED:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_REQUIRED);
+        status = NGX_HTTP_UNAUTHORIZED;
+        ngx_str_set(&code, "API_KEY_REQUIRED");
+        ngx_str_set(&message, "A Bearer API key is required");
+        ngx_str_set(&challenge, "Bearer realm=\"api\"");
+        break;
+
+    case KA_AUTH_KEY_INVALID:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_INVALID);
+        status = NGX_HTTP_UNAUTHORIZED;
+        ngx_str_set(&code, "INVALID_API_KEY");
+        ngx_str_set(&message, "The API key is invalid or revoked");
+        ngx_str_set(&challenge, "Bearer realm=\"api\", error=\"invalid_token\"");
+        break;
+
+    case KA_AUTH_SCOPE_MISSING:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_SCOPE_MISSING);
+        status = NGX_HTTP_FORBIDDEN;
+        ngx_str_set(&code, "INSUFFICIENT_SCOPE");
+
+        scope = &ctx->auth.missing_scope;
+
+        message.len = sizeof("The API key lacks the scope ") - 1 + scope->len;
+        message.data = ngx_pnalloc(r->pool, message.len);
+
+        challenge.len = sizeof("Bearer realm=\"api\", error=\"insufficient_scope\""
+                               ", scope=\"\"") - 1
+                        + scope->len;
+        challenge.data = ngx_pnalloc(r->pool, challenge.len);
+
+        if (message.data == NULL || challenge.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(message.data, "The API key lacks the scope %*s",
+                    scope->len, scope->data);
+        ngx_sprintf(challenge.data, "Bearer realm=\"api\", "
+                    "error=\"insufficient_scope\", scope=\"%*s\"",
+                    scope->len, scope->data);
+        break;
+
+    default:
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "keyauth: the core returned verdict %d, which this "
+                      "module does not know; refused with 503",
+                      (int) ctx->auth.verdict);
+        /* fall through */
+
+    case KA_AUTH_UNAVAILABLE:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_UNAVAILABLE);
+        status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        ngx_str_set(&code, "AUTH_UNAVAILABLE");
+        ngx_str_set(&message, "API key authentication is temporarily "
+                              "unavailable");
+        break;
     }
 
-    if (ctx->rate_checked) {
-        /* charged before an internal redirect: once is enough */
-        return NGX_OK;
-    }
-
-    rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
-
-    ngx_http_keyauth_count(kmcf, rc == NGX_OK ? NGX_HTTP_KEYAUTH_OK
-                                              : NGX_HTTP_KEYAUTH_RATE_LIMITED);
-
-    return rc;
+    return ngx_http_keyauth_reject(r, status, &code, &message, &challenge);
 }
 
 
@@ -266,66 +345,16 @@ ngx_http_keyauth_cleanup(void *data)
 
 
 static ngx_int_t
-ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
+ngx_http_keyauth_reject(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *code, ngx_str_t *message, ngx_str_t *challenge)
 {
     ngx_int_t                  rc;
-    ngx_str_t                  challenge, code, message;
-    ngx_uint_t                 status;
     ngx_table_elt_t           *h;
     ngx_http_core_loc_conf_t  *clcf;
 
-    status = NGX_HTTP_UNAUTHORIZED;
-    ngx_str_null(&challenge);
-
-    switch (res->verdict) {
-
-    case KA_AUTH_KEY_REQUIRED:
-        ngx_str_set(&code, "API_KEY_REQUIRED");
-        ngx_str_set(&message, "A Bearer API key is required");
-        ngx_str_set(&challenge, "Bearer realm=\"api\"");
-        break;
-
-    case KA_AUTH_KEY_INVALID:
-        ngx_str_set(&code, "INVALID_API_KEY");
-        ngx_str_set(&message, "The API key is invalid or revoked");
-        ngx_str_set(&challenge, "Bearer realm=\"api\", error=\"invalid_token\"");
-        break;
-
-    case KA_AUTH_SCOPE_MISSING:
-        status = NGX_HTTP_FORBIDDEN;
-        ngx_str_set(&code, "INSUFFICIENT_SCOPE");
-
-        message.len = sizeof("The API key lacks the scope ") - 1
-                      + res->missing_scope.len;
-        message.data = ngx_pnalloc(r->pool, message.len);
-
-        challenge.len = sizeof("Bearer realm=\"api\", error=\"insufficient_scope\""
-                               ", scope=\"\"") - 1
-                        + res->missing_scope.len;
-        challenge.data = ngx_pnalloc(r->pool, challenge.len);
-
-        if (message.data == NULL || challenge.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_sprintf(message.data, "The API key lacks the scope %*s",
-                    res->missing_scope.len, res->missing_scope.data);
-        ngx_sprintf(challenge.data, "Bearer realm=\"api\", "
-                    "error=\"insufficient_scope\", scope=\"%*s\"",
-                    res->missing_scope.len, res->missing_scope.data);
-        break;
-
-    default: /* KA_AUTH_UNAVAILABLE */
-        status = NGX_HTTP_SERVICE_UNAVAILABLE;
-        ngx_str_set(&code, "AUTH_UNAVAILABLE");
-        ngx_str_set(&message, "API key authentication is temporarily "
-                              "unavailable");
-        break;
-    }
-
-    if (challenge.len) {
+    if (challenge->len) {
         h = ngx_http_keyauth_add_header(r, &ngx_http_keyauth_www_authenticate,
-                                        &challenge);
+                                        challenge);
         if (h == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -335,14 +364,15 @@ ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
     if (clcf->satisfy != NGX_HTTP_SATISFY_ALL
-        && res->verdict != KA_AUTH_UNAVAILABLE)
+        && status != NGX_HTTP_SERVICE_UNAVAILABLE)
     {
         /* "satisfy any": another access module may still let it through,
-         * so leave the response to the access phase */
+         * so leave the response to the access phase; an unavailable store
+         * is refused whatever else could pass */
         return status;
     }
 
-    rc = ngx_http_keyauth_send_error(r, status, &code, &message);
+    rc = ngx_http_keyauth_send_error(r, status, code, message);
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;

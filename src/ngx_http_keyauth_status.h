@@ -8,7 +8,9 @@
 
 #include "ngx_http_keyauth_module.h"
 
-/* The first five follow ka_verdict_e, so a verdict counts as itself. */
+/* What keyauth_status counts; the access handler maps each of the core's
+ * verdicts to one of them (ngx_http_keyauth_outcome), and the names in
+ * ngx_http_keyauth_status.c follow this order. */
 typedef enum {
     NGX_HTTP_KEYAUTH_OK = 0,
     NGX_HTTP_KEYAUTH_KEY_REQUIRED,
