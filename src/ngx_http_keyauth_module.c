@@ -30,6 +30,13 @@ static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
 
 
 /* The content handlers' directives: which handler, whether it reads the
@@ -47,13 +54,6 @@ static ngx_http_keyauth_content_t  ngx_http_keyauth_ip_content =
     { ngx_http_keyauth_ip_handler, 0, 0 };
 static ngx_http_keyauth_content_t  ngx_http_keyauth_status_content =
     { ngx_http_keyauth_status_handler, 1, 0 };
-static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
-static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
-static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
-    void *child);
-static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
 
 
 static ngx_command_t  ngx_http_keyauth_commands[] = {
