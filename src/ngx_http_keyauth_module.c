@@ -2,8 +2,9 @@
  * keyauth: Bearer API key authentication in the access phase.
  *
  * The glue only translates between nginx and the C++ core (keyauth_core.h):
- * configuration, the per-worker LMDB handle, the access handler, the JSON
- * error responses and the $keyauth_* variables.
+ * configuration, the access handler and its JSON error responses. The
+ * per-worker LMDB handle is ngx_http_keyauth_store.c, the $keyauth_*
+ * variables ngx_http_keyauth_variables.c.
  */
 
 #include "ngx_http_keyauth_module.h"
@@ -14,32 +15,28 @@
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_status.h"
-
-
-/* A store that failed to open is retried at most this often, and an open
- * one is checked this often for having been replaced under us. */
-#define NGX_HTTP_KEYAUTH_REOPEN_MSEC  1000
-#define NGX_HTTP_KEYAUTH_CHECK_MSEC   1000
-
-
-typedef enum {
-    NGX_HTTP_KEYAUTH_VAR_KEY_ID = 0,
-    NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
-    NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX,
-    NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING
-} ngx_http_keyauth_var_e;
+#include "ngx_http_keyauth_store.h"
+#include "ngx_http_keyauth_variables.h"
 
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
 static void ngx_http_keyauth_cleanup(void *data);
+static ngx_int_t ngx_http_keyauth_outcome(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
-    ka_auth_result_t *res);
-static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
+    ngx_uint_t status, ngx_str_t *code, ngx_str_t *message,
+    ngx_str_t *challenge);
 static char *ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_keyauth_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
 
 
 /* The content handlers' directives: which handler, whether it reads the
@@ -57,16 +54,6 @@ static ngx_http_keyauth_content_t  ngx_http_keyauth_ip_content =
     { ngx_http_keyauth_ip_handler, 0, 0 };
 static ngx_http_keyauth_content_t  ngx_http_keyauth_status_content =
     { ngx_http_keyauth_status_handler, 1, 0 };
-static char *ngx_http_keyauth_scope(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static void *ngx_http_keyauth_create_main_conf(ngx_conf_t *cf);
-static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
-static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
-    void *child);
-static ngx_int_t ngx_http_keyauth_add_variables(ngx_conf_t *cf);
-static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
-static ngx_int_t ngx_http_keyauth_init_process(ngx_cycle_t *cycle);
-static void ngx_http_keyauth_exit_process(ngx_cycle_t *cycle);
 
 
 static ngx_command_t  ngx_http_keyauth_commands[] = {
@@ -146,38 +133,13 @@ ngx_module_t  ngx_http_keyauth_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    ngx_http_keyauth_init_process,         /* init process */
+    ngx_http_keyauth_store_init_process,   /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    ngx_http_keyauth_exit_process,         /* exit process */
+    ngx_http_keyauth_store_exit_process,   /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
-
-
-static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
-
-    { ngx_string("keyauth_key_id"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_KEY_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("keyauth_account_id"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("keyauth_key_prefix"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("keyauth_rate_remaining"), NULL, ngx_http_keyauth_variable,
-      NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-      ngx_http_null_variable
-};
-
-
-/* One LMDB reader per worker process: LMDB handles do not survive fork. */
-static ka_edge_t   *ngx_http_keyauth_edge_handle;
-static ngx_msec_t   ngx_http_keyauth_next_open;
-static ngx_msec_t   ngx_http_keyauth_next_check;
-static u_char      *ngx_http_keyauth_db_path;
 
 
 static ngx_str_t  ngx_http_keyauth_www_authenticate =
@@ -188,7 +150,6 @@ static ngx_int_t
 ngx_http_keyauth_handler(ngx_http_request_t *r)
 {
     int64_t                       now_ms;
-    ngx_int_t                     rc;
     ngx_str_t                    *value;
     ngx_uint_t                    level;
     ngx_time_t                   *tp;
@@ -209,13 +170,18 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
     ctx = ngx_http_keyauth_get_ctx(r);
 
     if (ctx == NULL) {
-        /* not zeroed: the core sets what each outcome reads */
-        ctx = ngx_palloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_keyauth_ctx_t));
         if (ctx == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        ctx->rate_checked = 0;
+        /*
+         * set by ngx_pcalloc():
+         *
+         *     ctx->auth = { 0 };
+         *     ctx->rate = { 0 };
+         *     ctx->rate_checked = 0;
+         */
 
         /* the cleanup entry finds ctx again after an internal redirect,
          * which clears module contexts (the realip module does the same) */
@@ -250,23 +216,100 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
                       ctx->auth.reason);
     }
 
-    if (ctx->auth.verdict != KA_AUTH_OK) {
-        ngx_http_keyauth_count(kmcf, (ngx_http_keyauth_outcome_e)
-                                     ctx->auth.verdict);
-        return ngx_http_keyauth_reject(r, &ctx->auth);
+    return ngx_http_keyauth_outcome(r, kmcf, ctx);
+}
+
+
+/*
+ * Every verdict of the core and what it becomes: the counter keyauth_status
+ * shows, and the HTTP answer (or the rate check, for an accepted key). A
+ * verdict this glue does not know fails closed, as AUTH_UNAVAILABLE.
+ */
+static ngx_int_t
+ngx_http_keyauth_outcome(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+{
+    ka_str_t    *scope;
+    ngx_int_t    rc;
+    ngx_str_t    code, message, challenge;
+    ngx_uint_t   status;
+
+    ngx_str_null(&challenge);
+
+    switch (ctx->auth.verdict) {
+
+    case KA_AUTH_OK:
+        if (ctx->rate_checked) {
+            /* charged before an internal redirect: once is enough */
+            return NGX_OK;
+        }
+
+        rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
+
+        ngx_http_keyauth_count(kmcf, rc == NGX_OK
+                                     ? NGX_HTTP_KEYAUTH_OK
+                                     : NGX_HTTP_KEYAUTH_RATE_LIMITED);
+        return rc;
+
+    case KA_AUTH_KEY_REQUIRED:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_REQUIRED);
+        status = NGX_HTTP_UNAUTHORIZED;
+        ngx_str_set(&code, "API_KEY_REQUIRED");
+        ngx_str_set(&message, "A Bearer API key is required");
+        ngx_str_set(&challenge, "Bearer realm=\"api\"");
+        break;
+
+    case KA_AUTH_KEY_INVALID:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_INVALID);
+        status = NGX_HTTP_UNAUTHORIZED;
+        ngx_str_set(&code, "INVALID_API_KEY");
+        ngx_str_set(&message, "The API key is invalid or revoked");
+        ngx_str_set(&challenge, "Bearer realm=\"api\", error=\"invalid_token\"");
+        break;
+
+    case KA_AUTH_SCOPE_MISSING:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_SCOPE_MISSING);
+        status = NGX_HTTP_FORBIDDEN;
+        ngx_str_set(&code, "INSUFFICIENT_SCOPE");
+
+        scope = &ctx->auth.missing_scope;
+
+        message.len = sizeof("The API key lacks the scope ") - 1 + scope->len;
+        message.data = ngx_pnalloc(r->pool, message.len);
+
+        challenge.len = sizeof("Bearer realm=\"api\", error=\"insufficient_scope\""
+                               ", scope=\"\"") - 1
+                        + scope->len;
+        challenge.data = ngx_pnalloc(r->pool, challenge.len);
+
+        if (message.data == NULL || challenge.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(message.data, "The API key lacks the scope %*s",
+                    scope->len, scope->data);
+        ngx_sprintf(challenge.data, "Bearer realm=\"api\", "
+                    "error=\"insufficient_scope\", scope=\"%*s\"",
+                    scope->len, scope->data);
+        break;
+
+    default:
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "keyauth: the core returned verdict %d, which this "
+                      "module does not know; refused with 503",
+                      (int) ctx->auth.verdict);
+        /* fall through */
+
+    case KA_AUTH_UNAVAILABLE:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_UNAVAILABLE);
+        status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        ngx_str_set(&code, "AUTH_UNAVAILABLE");
+        ngx_str_set(&message, "API key authentication is temporarily "
+                              "unavailable");
+        break;
     }
 
-    if (ctx->rate_checked) {
-        /* charged before an internal redirect: once is enough */
-        return NGX_OK;
-    }
-
-    rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
-
-    ngx_http_keyauth_count(kmcf, rc == NGX_OK ? NGX_HTTP_KEYAUTH_OK
-                                              : NGX_HTTP_KEYAUTH_RATE_LIMITED);
-
-    return rc;
+    return ngx_http_keyauth_reject(r, status, &code, &message, &challenge);
 }
 
 
@@ -302,66 +345,16 @@ ngx_http_keyauth_cleanup(void *data)
 
 
 static ngx_int_t
-ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
+ngx_http_keyauth_reject(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *code, ngx_str_t *message, ngx_str_t *challenge)
 {
     ngx_int_t                  rc;
-    ngx_str_t                  challenge, code, message;
-    ngx_uint_t                 status;
     ngx_table_elt_t           *h;
     ngx_http_core_loc_conf_t  *clcf;
 
-    status = NGX_HTTP_UNAUTHORIZED;
-    ngx_str_null(&challenge);
-
-    switch (res->verdict) {
-
-    case KA_AUTH_KEY_REQUIRED:
-        ngx_str_set(&code, "API_KEY_REQUIRED");
-        ngx_str_set(&message, "A Bearer API key is required");
-        ngx_str_set(&challenge, "Bearer realm=\"api\"");
-        break;
-
-    case KA_AUTH_KEY_INVALID:
-        ngx_str_set(&code, "INVALID_API_KEY");
-        ngx_str_set(&message, "The API key is invalid or revoked");
-        ngx_str_set(&challenge, "Bearer realm=\"api\", error=\"invalid_token\"");
-        break;
-
-    case KA_AUTH_SCOPE_MISSING:
-        status = NGX_HTTP_FORBIDDEN;
-        ngx_str_set(&code, "INSUFFICIENT_SCOPE");
-
-        message.len = sizeof("The API key lacks the scope ") - 1
-                      + res->missing_scope.len;
-        message.data = ngx_pnalloc(r->pool, message.len);
-
-        challenge.len = sizeof("Bearer realm=\"api\", error=\"insufficient_scope\""
-                               ", scope=\"\"") - 1
-                        + res->missing_scope.len;
-        challenge.data = ngx_pnalloc(r->pool, challenge.len);
-
-        if (message.data == NULL || challenge.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_sprintf(message.data, "The API key lacks the scope %*s",
-                    res->missing_scope.len, res->missing_scope.data);
-        ngx_sprintf(challenge.data, "Bearer realm=\"api\", "
-                    "error=\"insufficient_scope\", scope=\"%*s\"",
-                    res->missing_scope.len, res->missing_scope.data);
-        break;
-
-    default: /* KA_AUTH_UNAVAILABLE */
-        status = NGX_HTTP_SERVICE_UNAVAILABLE;
-        ngx_str_set(&code, "AUTH_UNAVAILABLE");
-        ngx_str_set(&message, "API key authentication is temporarily "
-                              "unavailable");
-        break;
-    }
-
-    if (challenge.len) {
+    if (challenge->len) {
         h = ngx_http_keyauth_add_header(r, &ngx_http_keyauth_www_authenticate,
-                                        &challenge);
+                                        challenge);
         if (h == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -371,191 +364,18 @@ ngx_http_keyauth_reject(ngx_http_request_t *r, ka_auth_result_t *res)
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
     if (clcf->satisfy != NGX_HTTP_SATISFY_ALL
-        && res->verdict != KA_AUTH_UNAVAILABLE)
+        && status != NGX_HTTP_SERVICE_UNAVAILABLE)
     {
         /* "satisfy any": another access module may still let it through,
-         * so leave the response to the access phase */
+         * so leave the response to the access phase; an unavailable store
+         * is refused whatever else could pass */
         return status;
     }
 
-    rc = ngx_http_keyauth_send_error(r, status, &code, &message);
+    rc = ngx_http_keyauth_send_error(r, status, code, message);
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
-}
-
-
-ka_edge_t *
-ngx_http_keyauth_edge(ngx_log_t *log)
-{
-    char  err[256];
-
-    if (ngx_http_keyauth_edge_handle != NULL) {
-
-        if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_check)
-            < 0)
-        {
-            return ngx_http_keyauth_edge_handle;
-        }
-
-        ngx_http_keyauth_next_check = ngx_current_msec
-                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
-
-        /* a store made anew at the same path would otherwise go unseen:
-         * revoked keys of the old one would keep working */
-        if (!ka_edge_stale(ngx_http_keyauth_edge_handle, err, sizeof(err))) {
-            return ngx_http_keyauth_edge_handle;
-        }
-
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "keyauth: key store \"%s\": %s; opening it again",
-                      ngx_http_keyauth_db_path, err);
-
-        ka_edge_close(ngx_http_keyauth_edge_handle);
-        ngx_http_keyauth_edge_handle = NULL;
-        ngx_http_keyauth_next_open = ngx_current_msec;
-    }
-
-    if (ngx_http_keyauth_db_path == NULL
-        || (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_open) < 0)
-    {
-        return NULL;
-    }
-
-    ngx_http_keyauth_edge_handle = ka_edge_open(
-                                       (const char *) ngx_http_keyauth_db_path,
-                                       err, sizeof(err));
-
-    if (ngx_http_keyauth_edge_handle == NULL) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "keyauth: cannot open key store \"%s\": %s; "
-                      "API key requests fail with 503 until it opens",
-                      ngx_http_keyauth_db_path, err);
-        ngx_http_keyauth_next_open = ngx_current_msec
-                                     + NGX_HTTP_KEYAUTH_REOPEN_MSEC;
-
-    } else {
-        ngx_http_keyauth_next_check = ngx_current_msec
-                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
-    }
-
-    return ngx_http_keyauth_edge_handle;
-}
-
-
-ngx_uint_t
-ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data)
-{
-    if (data) {
-        shm_zone->data = data;
-        return 1;
-    }
-
-    if (shm_zone->shm.exists) {
-        shm_zone->data = ((ngx_slab_pool_t *) shm_zone->shm.addr)->data;
-        return 1;
-    }
-
-    return 0;
-}
-
-
-void
-ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail)
-{
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    ngx_str_null(tail);
-
-    if (clcf->name.len > r->uri.len
-        || ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) != 0)
-    {
-        return;
-    }
-
-    tail->data = r->uri.data + clcf->name.len;
-    tail->len = r->uri.len - clcf->name.len;
-
-    if (tail->len && tail->data[0] == '/') {
-        tail->data++;
-        tail->len--;
-    }
-}
-
-
-static ngx_int_t
-ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
-    uintptr_t data)
-{
-    ngx_http_keyauth_ctx_t  *ctx;
-
-    /* found again after a redirect to a location without keyauth (try_files
-     * to a named location, error_page), and from subrequests */
-    ctx = ngx_http_keyauth_get_ctx(r->main);
-
-    if (ctx == NULL) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    switch (data) {
-
-    case NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX:
-        v->len = ctx->auth.prefix_len;
-        v->data = (u_char *) ctx->auth.prefix;
-        break;
-
-    case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
-    case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
-        /* only for an accepted key: with "satisfy any" a refused key's
-         * account must not reach the upstream as if it had passed */
-        if (ctx->auth.verdict != KA_AUTH_OK) {
-            v->len = 0;
-            break;
-        }
-
-        v->data = ngx_pnalloc(r->pool, KA_ID_TEXT_LEN);
-        if (v->data == NULL) {
-            return NGX_ERROR;
-        }
-
-        v->len = KA_ID_TEXT_LEN;
-
-        if (data == NGX_HTTP_KEYAUTH_VAR_KEY_ID) {
-            ka_format_key_id(ctx->auth.key_id_bin, (char *) v->data);
-        } else {
-            ka_format_account_id(ctx->auth.account_id_bin, (char *) v->data);
-        }
-
-        break;
-
-    default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */
-        if (!ctx->rate_checked) {
-            v->len = 0;
-            break;
-        }
-
-        v->data = ngx_pnalloc(r->pool, NGX_INT32_LEN);
-        if (v->data == NULL) {
-            return NGX_ERROR;
-        }
-
-        v->len = ngx_sprintf(v->data, "%uD", ctx->rate.remaining) - v->data;
-        break;
-    }
-
-    if (v->len == 0) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-
-    return NGX_OK;
 }
 
 
@@ -590,10 +410,6 @@ ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     ngx_cpystrn(kmcf->db_path.data, path.data, path.len + 1);
-
-    if (ngx_http_keyauth_stats_zone(cf, kmcf) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
 
     return NGX_CONF_OK;
 }
@@ -745,25 +561,6 @@ ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
 
 static ngx_int_t
-ngx_http_keyauth_add_variables(ngx_conf_t *cf)
-{
-    ngx_http_variable_t  *var, *v;
-
-    for (v = ngx_http_keyauth_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
-        if (var == NULL) {
-            return NGX_ERROR;
-        }
-
-        var->get_handler = v->get_handler;
-        var->data = v->data;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
 ngx_http_keyauth_init(ngx_conf_t *cf)
 {
     ngx_http_handler_pt           *h;
@@ -781,6 +578,10 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
         }
 
         return NGX_OK;
+    }
+
+    if (ngx_http_keyauth_stats_zone(cf, kmcf) != NGX_OK) {
+        return NGX_ERROR;
     }
 
     if (ngx_http_keyauth_redact_logs(cf) != NGX_OK) {
@@ -811,41 +612,4 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     *h = ngx_http_keyauth_handler;
 
     return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_keyauth_init_process(ngx_cycle_t *cycle)
-{
-    ngx_http_keyauth_main_conf_t  *kmcf;
-
-    if (ngx_process != NGX_PROCESS_WORKER
-        && ngx_process != NGX_PROCESS_SINGLE)
-    {
-        return NGX_OK;
-    }
-
-    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
-
-    if (kmcf == NULL || kmcf->db_path.data == NULL) {
-        return NGX_OK;
-    }
-
-    ngx_http_keyauth_db_path = kmcf->db_path.data;
-    ngx_http_keyauth_next_open = ngx_current_msec;
-
-    /* opened here, not in the master: LMDB handles do not survive fork */
-    (void) ngx_http_keyauth_edge(cycle->log);
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_keyauth_exit_process(ngx_cycle_t *cycle)
-{
-    if (ngx_http_keyauth_edge_handle != NULL) {
-        ka_edge_close(ngx_http_keyauth_edge_handle);
-        ngx_http_keyauth_edge_handle = NULL;
-    }
 }

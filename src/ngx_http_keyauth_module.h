@@ -43,19 +43,5 @@ extern ngx_module_t  ngx_http_keyauth_module;
  * access handler has not run. */
 ngx_http_keyauth_ctx_t *ngx_http_keyauth_get_ctx(ngx_http_request_t *r);
 
-/* This worker's store handle (opened lazily, retried at most once a
- * second); NULL while the store cannot be opened. */
-ka_edge_t *ngx_http_keyauth_edge(ngx_log_t *log);
-
-/* For a shared zone's init: true (and shm_zone->data set) when the zone
- * already holds our data, from the previous cycle (data) or from an
- * existing mapping; its data pointer is kept in the slab pool's data. */
-ngx_uint_t ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data);
-
-/* What follows the location's prefix in the (decoded) URI, without its
- * leading "/": the {ip_address} of /v1/ip/{ip_address}. Empty when nothing
- * follows. (keyauth_plans routes exactly: ka_plans_route.) */
-void ngx_http_keyauth_uri_tail(ngx_http_request_t *r, ngx_str_t *tail);
-
 
 #endif /* NGX_HTTP_KEYAUTH_MODULE_H */

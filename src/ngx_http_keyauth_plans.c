@@ -1,5 +1,6 @@
 #include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_store.h"
 
 
 static ngx_str_t  ngx_http_keyauth_etag_name = ngx_string("ETag");
@@ -66,7 +67,14 @@ ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
                       id.len, &res);
         break;
 
-    default: /* KA_PLANS_ROUTE_NOT_FOUND */
+    default:
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "keyauth: the core returned plans route %d, which "
+                      "this module does not know; answered 404",
+                      (int) route);
+        /* fall through */
+
+    case KA_PLANS_ROUTE_NOT_FOUND:
         ngx_str_set(&code, "PLAN_NOT_FOUND");
         ngx_str_set(&message, "No plan at this path: a plan is read at "
                               "/api/plans/{id}, the id spelled exactly");
@@ -95,7 +103,14 @@ ngx_http_keyauth_plans_handler(ngx_http_request_t *r)
         return ngx_http_keyauth_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                            &code, &message);
 
-    default: /* KA_PLANS_UNAVAILABLE */
+    default:
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "keyauth: the core returned plans status %d, which "
+                      "this module does not know; answered 503",
+                      (int) res.status);
+        /* fall through */
+
+    case KA_PLANS_UNAVAILABLE:
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "keyauth: plan catalog unavailable: %s", res.reason);
         ngx_str_set(&code, "CATALOG_UNAVAILABLE");

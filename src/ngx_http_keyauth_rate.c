@@ -1,5 +1,6 @@
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_shm.h"
 
 
 static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,

@@ -1,5 +1,6 @@
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_shm.h"
 
 
 typedef struct {

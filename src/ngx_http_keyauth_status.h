@@ -8,7 +8,9 @@
 
 #include "ngx_http_keyauth_module.h"
 
-/* The first five follow ka_verdict_e, so a verdict counts as itself. */
+/* What keyauth_status counts; the access handler maps each of the core's
+ * verdicts to one of them (ngx_http_keyauth_outcome), and the names in
+ * ngx_http_keyauth_status.c follow this order. */
 typedef enum {
     NGX_HTTP_KEYAUTH_OK = 0,
     NGX_HTTP_KEYAUTH_KEY_REQUIRED,
@@ -19,7 +21,8 @@ typedef enum {
     NGX_HTTP_KEYAUTH_OUTCOMES
 } ngx_http_keyauth_outcome_e;
 
-/* From keyauth_db: adds the counters' zone. */
+/* From the module's postconfiguration, once keyauth_db is set: adds the
+ * counters' zone, "keyauth_stats" (another zone of that name is refused). */
 ngx_int_t ngx_http_keyauth_stats_zone(ngx_conf_t *cf,
     ngx_http_keyauth_main_conf_t *kmcf);
 

@@ -1,0 +1,120 @@
+/*
+ * One LMDB reader per worker process. The handle is opened in init_process
+ * and retried at most once a second while it cannot be; once a second an
+ * open handle is checked for its data.mdb or lock.mdb having been replaced
+ * (a store made anew at the same path), and is then closed and opened again.
+ *
+ * The read transaction itself is the core's (src/core/edge_store.cc): renewed
+ * for each request and reset before the request moves on, so no snapshot
+ * outlives a request and no idle worker pins old pages; MDB_MAP_RESIZED is
+ * handled there too, by adopting the new map size.
+ */
+
+#include "ngx_http_keyauth_store.h"
+
+
+/* A store that failed to open is retried at most this often, and an open
+ * one is checked this often for having been replaced under us. */
+#define NGX_HTTP_KEYAUTH_REOPEN_MSEC  1000
+#define NGX_HTTP_KEYAUTH_CHECK_MSEC   1000
+
+
+static ka_edge_t   *ngx_http_keyauth_edge_handle;
+static ngx_msec_t   ngx_http_keyauth_next_open;
+static ngx_msec_t   ngx_http_keyauth_next_check;
+static u_char      *ngx_http_keyauth_db_path;
+
+
+ngx_int_t
+ngx_http_keyauth_store_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
+
+    if (kmcf == NULL || kmcf->db_path.data == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_http_keyauth_db_path = kmcf->db_path.data;
+    ngx_http_keyauth_next_open = ngx_current_msec;
+
+    /* opened here, not in the master: LMDB handles do not survive fork */
+    (void) ngx_http_keyauth_edge(cycle->log);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_keyauth_store_exit_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_keyauth_edge_handle != NULL) {
+        ka_edge_close(ngx_http_keyauth_edge_handle);
+        ngx_http_keyauth_edge_handle = NULL;
+    }
+}
+
+
+ka_edge_t *
+ngx_http_keyauth_edge(ngx_log_t *log)
+{
+    char  err[256];
+
+    if (ngx_http_keyauth_edge_handle != NULL) {
+
+        if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_check)
+            < 0)
+        {
+            return ngx_http_keyauth_edge_handle;
+        }
+
+        ngx_http_keyauth_next_check = ngx_current_msec
+                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
+
+        /* a store made anew at the same path would otherwise go unseen:
+         * revoked keys of the old one would keep working */
+        if (!ka_edge_stale(ngx_http_keyauth_edge_handle, err, sizeof(err))) {
+            return ngx_http_keyauth_edge_handle;
+        }
+
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "keyauth: key store \"%s\": %s; opening it again",
+                      ngx_http_keyauth_db_path, err);
+
+        ka_edge_close(ngx_http_keyauth_edge_handle);
+        ngx_http_keyauth_edge_handle = NULL;
+        ngx_http_keyauth_next_open = ngx_current_msec;
+    }
+
+    if (ngx_http_keyauth_db_path == NULL
+        || (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_next_open) < 0)
+    {
+        return NULL;
+    }
+
+    ngx_http_keyauth_edge_handle = ka_edge_open(
+                                       (const char *) ngx_http_keyauth_db_path,
+                                       err, sizeof(err));
+
+    if (ngx_http_keyauth_edge_handle == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "keyauth: cannot open key store \"%s\": %s; "
+                      "API key requests fail with 503 until it opens",
+                      ngx_http_keyauth_db_path, err);
+        ngx_http_keyauth_next_open = ngx_current_msec
+                                     + NGX_HTTP_KEYAUTH_REOPEN_MSEC;
+
+    } else {
+        ngx_http_keyauth_next_check = ngx_current_msec
+                                      + NGX_HTTP_KEYAUTH_CHECK_MSEC;
+    }
+
+    return ngx_http_keyauth_edge_handle;
+}

@@ -1,0 +1,129 @@
+/*
+ * The $keyauth_* variables: the key id, account id and display prefix of the
+ * request's key and the requests its rate still admits. Never the secret.
+ */
+
+#include "ngx_http_keyauth_variables.h"
+
+
+typedef enum {
+    NGX_HTTP_KEYAUTH_VAR_KEY_ID = 0,
+    NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
+    NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX,
+    NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING
+} ngx_http_keyauth_var_e;
+
+
+static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+
+
+static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
+
+    { ngx_string("keyauth_key_id"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_KEY_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_account_id"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_key_prefix"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_rate_remaining"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+ngx_int_t
+ngx_http_keyauth_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_keyauth_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_http_keyauth_ctx_t  *ctx;
+
+    /* found again after a redirect to a location without keyauth (try_files
+     * to a named location, error_page), and from subrequests */
+    ctx = ngx_http_keyauth_get_ctx(r->main);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    switch (data) {
+
+    case NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX:
+        v->len = ctx->auth.prefix_len;
+        v->data = (u_char *) ctx->auth.prefix;
+        break;
+
+    case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
+    case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
+        /* only for an accepted key: with "satisfy any" a refused key's
+         * account must not reach the upstream as if it had passed */
+        if (ctx->auth.verdict != KA_AUTH_OK) {
+            v->len = 0;
+            break;
+        }
+
+        v->data = ngx_pnalloc(r->pool, KA_ID_TEXT_LEN);
+        if (v->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = KA_ID_TEXT_LEN;
+
+        if (data == NGX_HTTP_KEYAUTH_VAR_KEY_ID) {
+            ka_format_key_id(ctx->auth.key_id_bin, (char *) v->data);
+        } else {
+            ka_format_account_id(ctx->auth.account_id_bin, (char *) v->data);
+        }
+
+        break;
+
+    default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */
+        if (!ctx->rate_checked) {
+            v->len = 0;
+            break;
+        }
+
+        v->data = ngx_pnalloc(r->pool, NGX_INT32_LEN);
+        if (v->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(v->data, "%uD", ctx->rate.remaining) - v->data;
+        break;
+    }
+
+    if (v->len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
