@@ -10,6 +10,7 @@
 
 #include "key_format.h"
 #include "redact.h"
+#include "../tests/percent_encoded.h"
 
 namespace {
 
@@ -45,17 +46,6 @@ std::string decode(const std::string &s) {
     return out;
 }
 
-std::string encoded(const std::string &s) {
-    static const char digits[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : s) {
-        out += '%';
-        out += digits[c >> 4];
-        out += digits[c & 15];
-    }
-    return out;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
@@ -64,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     size_t rest = size - 4;
     size_t at = (static_cast<size_t>(data[0]) << 8 | data[1]) % (rest + 1);
     bool enc = data[2] & 1;
-    std::string secret = enc ? encoded(kSecret) : kSecret;
+    std::string secret = enc ? keyauth::testing::percent_encoded(kSecret) : kSecret;
     std::string line(reinterpret_cast<const char *>(data + 4), at);
     line += secret;
     line.append(reinterpret_cast<const char *>(data + 4 + at), rest - at);

@@ -1,5 +1,7 @@
 #include "redact.h"
 
+#include "percent_encoded.h"
+
 #include <gtest/gtest.h>
 
 #include "key_format.h"
@@ -7,6 +9,8 @@
 using namespace keyauth;
 
 namespace {
+
+using keyauth::testing::percent_encoded;
 
 std::string redacted(std::string s, size_t *n = nullptr) {
     size_t m = redact_secrets(s.data(), s.size());
@@ -65,18 +69,6 @@ namespace {
 std::string masked_head(const std::string &secret, size_t n) {
     size_t kept = n < kDisplayPrefixLen ? n : kDisplayPrefixLen;
     return secret.substr(0, kept) + std::string(n - kept, '*');
-}
-
-std::string percent_encoded(const std::string &s, bool lower_hex) {
-    static const char upper[] = "0123456789ABCDEF", lower[] = "0123456789abcdef";
-    const char *digits = lower_hex ? lower : upper;
-    std::string out;
-    for (unsigned char c : s) {
-        out += '%';
-        out += digits[c >> 4];
-        out += digits[c & 15];
-    }
-    return out;
 }
 
 }  // namespace
