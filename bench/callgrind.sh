@@ -31,7 +31,8 @@ BADSUM=${KEY:0:${#KEY}-1}$([ "$last" = A ] && echo B || echo A)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$W/logs"
 
-conf() { # location body
+conf() { # location body [access_log line] [keyauth_db line]
+    local log=${2:-access_log off;} db=${3-keyauth_db $W/db;}
     cat > "$W/nginx.conf" <<CONF
 load_module $ROOT/build/ngx_http_keyauth_module.so;
 daemon off;
@@ -40,9 +41,9 @@ error_log $W/logs/error.log warn;
 pid $W/nginx.pid;
 events { worker_connections 64; }
 http {
-    access_log off;
+    $log
     keepalive_requests 1000000;
-    keyauth_db $W/db;
+    $db
     keyauth_zone rates:1m;
     server { listen 127.0.0.1:$PORT; location / { $1 } }
 }
@@ -79,8 +80,8 @@ count() { # requests key -> total instructions
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
 
-per_request() { # location [key]
-    conf "$1"
+per_request() { # location [key] [access_log line] [keyauth_db line]
+    conf "$1" "${3:-}" "${4-keyauth_db $W/db;}"
     local a b key=${2:-$KEY}
     a=$(count "$N1" "$key")
     b=$(count "$N2" "$key")
@@ -104,3 +105,13 @@ echo "refused keys (401 INVALID_API_KEY), instructions per request:"
 echo "  unknown key:                    $unknown"
 echo "  revoked key:                    $revoked ($((revoked - unknown)) more than unknown)"
 echo "  wrong checksum:                 $badsum ($((badsum - unknown)) against unknown)"
+
+# The module masks secrets in every access-log line when keyauth_db is set:
+# the same empty_gif location with nginx's "combined" log, with and without
+# keyauth_db, shows what the masking costs a logged request.
+log_line="access_log $W/logs/access.log combined;"
+plain_log=$(per_request 'empty_gif;' "$KEY" "$log_line" '')
+masked_log=$(per_request 'empty_gif;' "$KEY" "$log_line")
+echo "access log (combined), instructions per request:"
+echo "  empty_gif, logged:              $plain_log ($((plain_log - gif)) for the line)"
+echo "  empty_gif, logged and masked:   $masked_log ($((masked_log - plain_log)) for the masking)"
