@@ -154,7 +154,7 @@ $(BUILD)/fuzzobj/%.o: %.cc
 
 $(BUILD)/fuzz/%: fuzz/%.cc $(FUZZ_OBJS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ $(LIBS)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter %.cc %.o,$^) -o $@ $(LIBS)
 
 # Each fuzzer runs FUZZ_SECONDS from its seeds in fuzz/corpus; what it learns
 # stays in build/fuzz-corpus, crashes land in build/fuzz-crashes.
