@@ -246,8 +246,8 @@ struct Client::Impl {
         }
         multi = curl_multi_init();
         // JSON in and out; no "Expect: 100-continue" round trip for larger
-        // bodies; and a member without a leader refuses rather than serving
-        // a view that no longer moves (etcd checks this on streams).
+        // bodies; and a member without a leader refuses at once rather than
+        // time out (a call) or serve a view that no longer moves (a watch).
         for (const char *h : {"Content-Type: application/json", "Expect:",
                               "Grpc-Metadata-hasleader: true"}) {
             curl_slist *more = curl_slist_append(headers, h);
@@ -336,7 +336,8 @@ struct Client::Impl {
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &sink);
     }
 
-    // How far a failed attempt goes: kFinal stops the call.
+    // One try on one endpoint: its outcome, and whether the call goes on to
+    // the next endpoint.
     struct Attempt {
         Status status;
         bool fail_over = false;

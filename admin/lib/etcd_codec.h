@@ -9,12 +9,13 @@
 //   - etcd silently ignores a request field it does not know, so a misspelt
 //     name would change the meaning of a request without an error: requests
 //     are only ever built by the functions below.
-// The facts were checked against real members (docs/scale-out.md; the unit
-// tests replay answers recorded from etcd 3.4.23 in tests/fixtures/etcd/).
+// The rules were checked against real etcd 3.4.23 members; the unit tests
+// replay answers recorded from one (tests/fixtures/etcd/).
 //
-// Nothing here throws: a parser returns false and says why in `error`; the
-// answer is then to be treated as EtcdErrc::kBadAnswer. Every input is
-// bounded (kMaxAnswerBytes, kMaxJsonDepth) before it is parsed.
+// A parser never throws: it returns false and says why in `error`, and the
+// answer is then a bad answer (etcd::Errc::kBadAnswer). Every input is
+// bounded (kMaxAnswerBytes, kMaxJsonDepth) before it is parsed. A builder
+// throws nothing but std::bad_alloc.
 #pragma once
 
 #include <cstddef>
