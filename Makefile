@@ -13,7 +13,7 @@ CXXSTD     := -std=c++17
 WARN       := -Wall -Wextra -Werror
 # Every library with a pkg-config file is asked for its flags (gtest's
 # defines included). Boost (Beast, Asio) is header-only and has none.
-PKGS       := lmdb libcrypto zlib nlohmann_json
+PKGS       := lmdb libcrypto zlib nlohmann_json libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS       := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 GTEST_CFLAGS := $(shell pkg-config --cflags gtest_main 2>/dev/null)
@@ -55,7 +55,8 @@ NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
 
 APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
-              libboost-dev perl curl wrk clang libclang-rt-14-dev gdb
+              libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
+              etcd-server etcd-client libcurl4-openssl-dev
 
 .PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run bench fuzz fuzz-short clean
 
