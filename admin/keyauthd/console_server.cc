@@ -30,6 +30,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kLingerTime{2};
 constexpr size_t kLingerBytes = 64 * 1024;
 
+// Connections taken from the kernel's queue per wake-up of the accept loop.
+constexpr int kAcceptBatch = 64;
+
 ConsoleResponse closing(ConsoleResponse r) {
     r.headers.emplace_back("Connection", "close");
     return r;
@@ -71,6 +74,7 @@ struct ConsoleServer::Impl {
         : api(a), limits(l), log(std::move(lg)), pool(l.workers, l.queue) {}
 
     void accept();
+    void admit(tcp::socket socket);
     void on_signal();
     void stop();
     void forget(Session *s);
@@ -436,17 +440,32 @@ void ConsoleServer::Impl::accept() {
             });
             return;
         }
-        socket.set_option(tcp::no_delay(true), ec);
-        auto session = std::make_shared<Session>(*this, std::move(socket));
-        if (sessions.size() >= limits.max_connections) {
-            // Refusals are short-lived, but not free: past twice the limit
-            // the connection is closed without a word.
-            if (sessions.size() < 2 * limits.max_connections) session->refuse();
-        } else {
-            session->start();
+        admit(std::move(socket));
+        // Empty the backlog while here, up to a batch: a flood of new
+        // connections would otherwise keep a proxy's new connection waiting
+        // in the kernel's queue behind thousands of others.
+        for (int i = 0; i < kAcceptBatch; i++) {
+            tcp::socket more(ioc);
+            acceptor.accept(more, ec);  // non-blocking (see bind)
+            if (ec) break;
+            admit(std::move(more));
         }
         accept();
     });
+}
+
+void ConsoleServer::Impl::admit(tcp::socket socket) {
+    beast::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    if (sessions.size() >= 2 * limits.max_connections) return;  // closed without a word
+    auto session = std::make_shared<Session>(*this, std::move(socket));
+    // Refusals are short-lived, but not free: past twice the limit (above)
+    // the connection is closed at once.
+    if (sessions.size() >= limits.max_connections) {
+        session->refuse();
+    } else {
+        session->start();
+    }
 }
 
 // The first SIGTERM or SIGINT stops gracefully; a second one stops at once.
@@ -530,7 +549,8 @@ bool ConsoleServer::bind(const std::string &host, int port, std::string &error) 
     tcp::endpoint ep(address, static_cast<unsigned short>(port));
     auto &a = impl_->acceptor;
     if (!a.open(ep.protocol(), ec) && !a.set_option(net::socket_base::reuse_address(true), ec) &&
-        !a.bind(ep, ec) && !a.listen(net::socket_base::max_listen_connections, ec)) {
+        !a.bind(ep, ec) && !a.listen(net::socket_base::max_listen_connections, ec) &&
+        !a.non_blocking(true, ec)) {
         return true;
     }
     error = ec.message();
