@@ -11,31 +11,17 @@
 #include <chrono>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ids.h"
 #include "records.h"
+#include "store_error.h"
 
 namespace keyauth {
 
 inline constexpr uint32_t kMaxRatePerMinute = 10'000'000;
-
-class StoreError : public std::runtime_error {
-public:
-    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt, kBusy };
-    StoreError(Kind kind, std::string field, const std::string &message)
-        : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
-    Kind kind() const noexcept { return kind_; }
-    // For kInvalid: the offending input field ("name", "scopes", ...).
-    const std::string &field() const noexcept { return field_; }
-
-private:
-    Kind kind_;
-    std::string field_;
-};
 
 struct Account {
     Id id{};
