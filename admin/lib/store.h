@@ -26,10 +26,9 @@
 #include "records.h"
 #include "store_backend.h"
 #include "store_error.h"
+#include "validation.h"
 
 namespace keyauth {
-
-inline constexpr uint32_t kMaxRatePerMinute = 10'000'000;
 
 struct Account {
     Id id{};
@@ -115,14 +114,6 @@ private:
     std::unique_ptr<StoreBackend> backend_;
     std::function<int64_t()> clock_;
 };
-
-// Input rules shared by every writer; throw StoreError(kInvalid, field, ...).
-void validate_name(std::string_view name);
-void validate_scopes(const std::vector<std::string> &scopes);
-void validate_rate(uint32_t rpm, const char *field);
-// The whole catalog: ids, names, prices, features, one popular plan, distinct
-// sortOrder values. Fields are named "plans[3].priceInr" style.
-void validate_catalog(const std::vector<PlanRecord> &plans);
 
 int64_t wall_clock_ms();
 
