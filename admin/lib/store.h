@@ -1,41 +1,34 @@
 // The writer side of the LMDB schema, shared by keyauthctl and keyauthd:
-// accounts, console tokens and API keys. Every method is one LMDB write
-// transaction, committed with fsync before it returns (LMDB's default), so an
-// acknowledged write survives a crash. Secrets are hashed before they touch
-// the store and are returned to the caller exactly once.
+// accounts, console tokens, API keys, plans and the exchange rate. The
+// business rules (validation, ids, hashing, caps) live here once; each write
+// is computed as a Mutation (mutation.h) from what it read, and a backend
+// (store_backend.h) applies it all or nothing, durably (committed with fsync
+// before the method returns), so an acknowledged write survives a crash.
+// Secrets are hashed before they touch the store and are returned to the
+// caller exactly once.
 #pragma once
 
+// The LMDB backend's errors reach callers as they are: lmdb::map_full_error
+// for a full map, lmdb::error (ENOSPC, EIO, MDB_MAP_RESIZED) for the rest.
 #include <lmdb++.h>
 
 #include <cstdint>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ids.h"
+#include "lmdb_backend.h"
 #include "records.h"
+#include "store_backend.h"
+#include "store_error.h"
+#include "validation.h"
 
 namespace keyauth {
-
-inline constexpr uint32_t kMaxRatePerMinute = 10'000'000;
-
-class StoreError : public std::runtime_error {
-public:
-    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt, kBusy };
-    StoreError(Kind kind, std::string field, const std::string &message)
-        : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
-    Kind kind() const noexcept { return kind_; }
-    // For kInvalid: the offending input field ("name", "scopes", ...).
-    const std::string &field() const noexcept { return field_; }
-
-private:
-    Kind kind_;
-    std::string field_;
-};
 
 struct Account {
     Id id{};
@@ -59,14 +52,16 @@ struct KeyPage {
 
 class Store {
 public:
-    static constexpr size_t kDefaultMapSize = size_t{1} << 32;  // sparse file
+    static constexpr size_t kDefaultMapSize = LmdbBackend::kDefaultMapSize;
     static constexpr size_t kMaxPageSize = 1000;
+    // A write whose guards failed is computed again from fresh reads this
+    // many times in all, then given up with StoreError kBusy.
+    static constexpr int kWriteAttempts = 8;
 
-    // Opens (creating if needed) the environment directory at path, with a
-    // map of at least map_size bytes, and never less than the store was last
-    // written with; 0: as written, kDefaultMapSize for a new store. Refuses
-    // (StorePermissionError, permissions.h) a store other users can write.
+    // The single-host store: an LMDB environment at path (LmdbBackend says
+    // how map_size and permissions are handled).
     explicit Store(const std::string &path, size_t map_size = 0);
+    explicit Store(std::unique_ptr<StoreBackend> backend);
 
     // Injected wall clock (ms since the epoch), for tests.
     void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
@@ -75,7 +70,9 @@ public:
     // bulk keyauthctl run, say) is given up with StoreError kBusy, before
     // anything is written: its client (behind a proxy timeout) may have gone
     // and would retry. Zero, the default, waits as long as it takes.
-    void set_write_wait_limit(std::chrono::milliseconds limit) { write_wait_limit_ = limit; }
+    void set_write_wait_limit(std::chrono::milliseconds limit) {
+        backend_->set_write_wait_limit(limit);
+    }
 
     CreatedAccount create_account(std::string_view name, uint32_t entitlement_rpm);
     std::optional<Account> find_account(const Id &id);
@@ -109,31 +106,14 @@ public:
     FxRecord set_exchange_rate(uint64_t inr_per_usd_micro);
     std::optional<FxRecord> exchange_rate();
 
-    MDB_env *env() noexcept { return env_.handle(); }
-
 private:
-    std::optional<KeyRecord> find_key_in(MDB_txn *txn, const Id &key_id);
-    std::optional<Account> find_account_in(MDB_txn *txn, const Id &id);
+    // Computes a write with `plan(reads, mutation)` and applies it; see store.cc.
+    template <class Plan>
+    auto write(Plan &&plan);
 
-    lmdb::env env_;
-    lmdb::dbi keys_by_hash_{0};
-    lmdb::dbi keys_{0};
-    lmdb::dbi account_keys_{0};
-    lmdb::dbi accounts_{0};
-    lmdb::dbi console_tokens_{0};
-    lmdb::dbi plans_{0};
-    lmdb::dbi meta_{0};
+    std::unique_ptr<StoreBackend> backend_;
     std::function<int64_t()> clock_;
-    std::chrono::milliseconds write_wait_limit_{0};
 };
-
-// Input rules shared by every writer; throw StoreError(kInvalid, field, ...).
-void validate_name(std::string_view name);
-void validate_scopes(const std::vector<std::string> &scopes);
-void validate_rate(uint32_t rpm, const char *field);
-// The whole catalog: ids, names, prices, features, one popular plan, distinct
-// sortOrder values. Fields are named "plans[3].priceInr" style.
-void validate_catalog(const std::vector<PlanRecord> &plans);
 
 int64_t wall_clock_ms();
 

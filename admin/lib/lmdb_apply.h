@@ -1,0 +1,33 @@
+// The one function that writes records into LMDB. It writes a primary record
+// and keeps the derived tables (indexes) in step with it, so the single-host
+// backend and keyauth-syncd (applying records that come from etcd, keyed
+// "<db name>/<hex of the LMDB key>") can never disagree on what a record
+// means for the indexes. Applying the same records again changes nothing.
+#pragma once
+
+#include <lmdb.h>
+
+#include <array>
+#include <vector>
+
+#include "mutation.h"
+
+namespace keyauth {
+
+// The handles of the named databases, by Table.
+struct LmdbTables {
+    std::array<MDB_dbi, kTableCount> dbi{};
+    MDB_dbi operator[](Table table) const noexcept { return dbi[static_cast<size_t>(table)]; }
+};
+
+// Opens (creating) every named database inside a write transaction.
+LmdbTables open_tables(MDB_txn *txn);
+
+// Applies `changes` in order inside `txn` (a write transaction the caller
+// commits). Refuses, with StoreError and nothing further applied, a record
+// of a derived table, a meta name that is not mirrored, or a key record whose
+// layout it cannot read (its index entries could not be computed): the
+// caller aborts the transaction. LMDB errors throw lmdb::error.
+void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<RecordChange> &changes);
+
+}  // namespace keyauth

@@ -1,0 +1,214 @@
+#include "lmdb_backend.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "keyauth_schema.h"
+#include "le.h"
+#include "permissions.h"
+#include "store_error.h"
+
+namespace keyauth {
+namespace {
+
+// Readers of old and new nginx workers overlap during a reload.
+constexpr unsigned kMaxReaders = 1024;
+// data.mdb and lock.mdb: the nginx worker's group must write lock.mdb (LMDB
+// readers take their reader slot there). Applied whatever the umask.
+constexpr mdb_mode_t kFileMode = 0660;
+constexpr mode_t kDirMode = 02770;
+
+bool exists(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+void mkdir_p(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    std::string cur;
+    size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        cur = path.substr(0, pos);
+        if (cur.empty()) continue;
+        const bool last = pos == std::string::npos;
+        if (::mkdir(cur.c_str(), last ? kDirMode : 0755) == 0) {
+            if (last) ::chmod(cur.c_str(), kDirMode);  // not narrowed by the umask
+        } else if (errno != EEXIST) {
+            throw std::runtime_error("cannot create directory " + cur + ": " + std::strerror(errno));
+        }
+    }
+}
+
+MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char *>(s.data())}; }
+std::string_view view(const MDB_val &v) { return {static_cast<const char *>(v.mv_data), v.mv_size}; }
+
+// A write transaction. Unlike lmdb::txn, it forgets its handle when commit
+// fails: LMDB has already aborted and freed the transaction then (MDB_MAP_FULL
+// at commit, for one), and aborting it again is a double free.
+class WriteTxn {
+public:
+    WriteTxn(MDB_env *env, std::chrono::milliseconds wait_limit) {
+        const auto asked = std::chrono::steady_clock::now();
+        int rc = mdb_txn_begin(env, nullptr, 0, &txn_);
+        if (rc != 0) lmdb::error::raise("mdb_txn_begin", rc);
+        if (wait_limit.count() > 0 && std::chrono::steady_clock::now() - asked > wait_limit) {
+            mdb_txn_abort(txn_);
+            txn_ = nullptr;
+            throw StoreError(StoreError::Kind::kBusy, "",
+                             "another writer held the store too long; nothing was written, retry");
+        }
+    }
+    ~WriteTxn() {
+        if (txn_ != nullptr) mdb_txn_abort(txn_);
+    }
+    WriteTxn(const WriteTxn &) = delete;
+    WriteTxn &operator=(const WriteTxn &) = delete;
+
+    MDB_txn *handle() const noexcept { return txn_; }
+
+    void commit() {
+        MDB_txn *txn = txn_;
+        txn_ = nullptr;
+        int rc = mdb_txn_commit(txn);
+        if (rc != 0) lmdb::error::raise("mdb_txn_commit", rc);
+    }
+
+private:
+    MDB_txn *txn_ = nullptr;
+};
+
+// The reads of RecordReader over any transaction of the environment.
+template <class Interface>
+class TxnReader : public Interface {
+public:
+    std::optional<std::string_view> get(Table table, std::string_view key) override {
+        MDB_val k = val(key), v;
+        if (!lmdb::dbi_get(handle(), tables_[table], &k, &v)) return std::nullopt;
+        return view(v);
+    }
+
+    void scan(Table table, std::string_view from, const RecordReader::Visit &visit) override {
+        auto cur = lmdb::cursor::open(handle(), tables_[table]);
+        MDB_val k = val(from), v;
+        // SET_RANGE refuses an empty key: from "" is from the first record
+        bool ok = lmdb::cursor_get(cur.handle(), &k, &v, from.empty() ? MDB_FIRST : MDB_SET_RANGE);
+        while (ok && visit(view(k), view(v))) ok = lmdb::cursor_get(cur.handle(), &k, &v, MDB_NEXT);
+    }
+
+    std::optional<std::string> last_key(Table table) override {
+        auto cur = lmdb::cursor::open(handle(), tables_[table]);
+        MDB_val k, v;
+        if (!lmdb::cursor_get(cur.handle(), &k, &v, MDB_LAST)) return std::nullopt;
+        return std::string(view(k));
+    }
+
+protected:
+    explicit TxnReader(const LmdbTables &tables) : tables_(tables) {}
+    virtual MDB_txn *handle() const = 0;
+    const LmdbTables tables_;
+};
+
+class LmdbReader final : public TxnReader<RecordReader> {
+public:
+    LmdbReader(MDB_env *env, const LmdbTables &tables)
+        : TxnReader(tables), txn_(lmdb::txn::begin(env, nullptr, MDB_RDONLY)) {}
+
+private:
+    MDB_txn *handle() const override { return txn_.handle(); }
+    lmdb::txn txn_;
+};
+
+class LmdbWrite final : public TxnReader<WriteAttempt> {
+public:
+    LmdbWrite(MDB_env *env, const LmdbTables &tables, std::chrono::milliseconds wait_limit)
+        : TxnReader(tables), txn_(env, wait_limit) {}
+
+    bool apply(const Mutation &m) override {
+        for (const Guard &g : m.guards) {
+            if (!holds(g)) return false;
+        }
+        if (m.changes.empty()) return true;  // nothing to commit (or to fsync)
+        apply_records(txn_.handle(), tables_, m.changes);
+        txn_.commit();
+        return true;
+    }
+
+private:
+    MDB_txn *handle() const override { return txn_.handle(); }
+
+    bool holds(const Guard &g) {
+        switch (g.kind) {
+        case Guard::Kind::kEquals: {
+            auto v = get(g.table, g.key);
+            return v && *v == g.value;
+        }
+        case Guard::Kind::kAbsent: return !get(g.table, g.key);
+        case Guard::Kind::kNoneAfter: {
+            auto last = last_key(g.table);  // std::string orders bytes as LMDB does
+            return !last || *last <= g.key;
+        }
+        }
+        return false;
+    }
+
+    WriteTxn txn_;
+};
+
+}  // namespace
+
+LmdbBackend::LmdbBackend(const std::string &path, size_t map_size) : env_(lmdb::env::create()) {
+    mkdir_p(path);
+    require_private_store(path);  // before LMDB opens (or creates) a file
+    const bool fresh = !exists(path + "/data.mdb");
+    env_.set_max_dbs(KA_DB_COUNT);
+    env_.set_max_readers(kMaxReaders);
+    // No size before opening: LMDB then maps what the store was last written
+    // with. The larger of that and map_size is kept, so that two writers asking
+    // for different sizes (keyauthd --map-size, keyauthctl) never shrink the
+    // map under data the other one wrote.
+    env_.open(path.c_str(), 0, kFileMode);
+    const size_t wanted = map_size != 0 ? map_size : fresh ? kDefaultMapSize : 0;
+    MDB_envinfo info;
+    mdb_env_info(env_.handle(), &info);
+    if (info.me_mapsize < wanted) env_.set_mapsize(wanted);
+    if (fresh) {
+        ::chmod((path + "/data.mdb").c_str(), kFileMode);
+        ::chmod((path + "/lock.mdb").c_str(), kFileMode);
+    }
+    int dead = 0;
+    mdb_reader_check(env_.handle(), &dead);
+
+    // The schema version is the environment's own, never a mutation's record.
+    WriteTxn txn(env_.handle(), wait_limit_);
+    tables_ = open_tables(txn.handle());
+    MDB_val k = val(KA_META_SCHEMA_VERSION), v;
+    if (lmdb::dbi_get(txn.handle(), tables_[Table::kMeta], &k, &v)) {
+        uint32_t version = v.mv_size == 4 ? load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data)) : 0;
+        if (version != KA_SCHEMA_VERSION) {
+            throw StoreError(StoreError::Kind::kCorrupt, "",
+                             "schema version " + std::to_string(version) + " of " + path +
+                                 " is not supported (this build writes " +
+                                 std::to_string(KA_SCHEMA_VERSION) + ")");
+        }
+    } else {
+        unsigned char buf[4];
+        store_le<uint32_t>(buf, KA_SCHEMA_VERSION);
+        MDB_val nv{sizeof buf, buf};
+        lmdb::dbi_put(txn.handle(), tables_[Table::kMeta], &k, &nv, 0);
+    }
+    txn.commit();
+}
+
+std::unique_ptr<RecordReader> LmdbBackend::read() {
+    return std::make_unique<LmdbReader>(env_.handle(), tables_);
+}
+
+std::unique_ptr<WriteAttempt> LmdbBackend::begin_write() {
+    return std::make_unique<LmdbWrite>(env_.handle(), tables_, wait_limit_);
+}
+
+}  // namespace keyauth

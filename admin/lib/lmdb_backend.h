@@ -1,0 +1,43 @@
+// The single-host backend: one LMDB environment, written by keyauthd and
+// keyauthctl, read by every nginx worker. A write attempt is one LMDB write
+// transaction: its reads see the newest data under the writer lock, so its
+// guards hold unless a caller applies a stale mutation; apply checks them,
+// applies the records (lmdb_apply.h) and commits with fsync.
+#pragma once
+
+#include <lmdb++.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "lmdb_apply.h"
+#include "store_backend.h"
+
+namespace keyauth {
+
+class LmdbBackend final : public StoreBackend {
+public:
+    static constexpr size_t kDefaultMapSize = size_t{1} << 32;  // sparse file
+
+    // Opens (creating if needed) the environment directory at path, with a
+    // map of at least map_size bytes, and never less than the store was last
+    // written with; 0: as written, kDefaultMapSize for a new store. Refuses
+    // (StorePermissionError, permissions.h) a store other users can write,
+    // and (StoreError kCorrupt) another schema version.
+    explicit LmdbBackend(const std::string &path, size_t map_size = 0);
+
+    std::unique_ptr<RecordReader> read() override;
+    std::unique_ptr<WriteAttempt> begin_write() override;
+    void set_write_wait_limit(std::chrono::milliseconds limit) override { wait_limit_ = limit; }
+
+    MDB_env *env() noexcept { return env_.handle(); }
+    const LmdbTables &tables() const noexcept { return tables_; }
+
+private:
+    lmdb::env env_;
+    LmdbTables tables_;
+    std::chrono::milliseconds wait_limit_{0};
+};
+
+}  // namespace keyauth

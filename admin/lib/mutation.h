@@ -1,0 +1,63 @@
+// A write to the store, as data: the primary records it puts or deletes and
+// the guards it was computed under. The Store's business rules build one;
+// a backend (LMDB on one host, etcd later) applies it all or nothing, and
+// only if every guard still holds. Records are the bytes the LMDB schema
+// defines (lmdb_schema/SCHEMA.md), so one mutation means the same thing to
+// every backend, and etcd can mirror LMDB record for record.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace keyauth {
+
+// The named databases of schema v1.
+enum class Table : uint8_t { kKeysByHash, kKeys, kAccountKeys, kAccounts, kConsoleTokens, kPlans, kMeta };
+inline constexpr size_t kTableCount = 7;
+
+// The LMDB database name; also the table's segment of the etcd keyspace.
+const char *table_name(Table table) noexcept;
+std::optional<Table> table_named(std::string_view name) noexcept;
+// Primary tables hold facts; the others are indexes derived from them when
+// records are applied (SCHEMA.md, "Primary and derived tables").
+bool is_primary(Table table) noexcept;
+// meta holds primary records (catalog_version, fx_usd_inr) beside the
+// environment's own (schema_version): only these names are ever applied.
+bool is_mirrored_meta(std::string_view name) noexcept;
+
+// One primary record written (value) or deleted (no value).
+struct RecordChange {
+    Table table;
+    std::string key;
+    std::optional<std::string> value;
+};
+
+// What a change was computed from, checked again where it is applied.
+struct Guard {
+    enum class Kind {
+        kEquals,     // the record still holds `value` (the bytes it was read with)
+        kAbsent,     // no record at `key` (a new id, a new hash)
+        kNoneAfter,  // no record of the table sorts after `key` ("" : the table is empty)
+    };
+    Kind kind;
+    Table table;
+    std::string key;
+    std::string value;  // kEquals only
+};
+
+struct Mutation {
+    std::vector<RecordChange> changes;  // applied in this order
+    std::vector<Guard> guards;
+
+    void put(Table table, std::string_view key, std::string value);
+    void erase(Table table, std::string_view key);
+    // The record as read: its bytes, or none (it must still be absent).
+    void expect(Table table, std::string_view key, std::optional<std::string_view> value);
+    void expect_none_after(Table table, std::string_view key);
+};
+
+}  // namespace keyauth

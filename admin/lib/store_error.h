@@ -1,0 +1,25 @@
+// The one error type of the store library: the Store's business rules, its
+// backends and the function that applies records to LMDB all throw it, and
+// keyauthd maps each kind to one HTTP answer.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace keyauth {
+
+class StoreError : public std::runtime_error {
+public:
+    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt, kBusy };
+    StoreError(Kind kind, std::string field, const std::string &message)
+        : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
+    Kind kind() const noexcept { return kind_; }
+    // For kInvalid: the offending input field ("name", "scopes", ...).
+    const std::string &field() const noexcept { return field_; }
+
+private:
+    Kind kind_;
+    std::string field_;
+};
+
+}  // namespace keyauth
