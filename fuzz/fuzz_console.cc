@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     static const char *kMethods[] = {"GET", "POST", "PUT", "DELETE"};
     std::string rest(reinterpret_cast<const char *>(data) + 1, size - 1);
     size_t nl = rest.find('\n');
-    keyauth::ConsoleRequest req;
+    keyauth::HttpRequest req;
     req.method = kMethods[data[0] % 4];
     req.path = nl == std::string::npos ? rest : rest.substr(0, nl);
     req.body = nl == std::string::npos ? "" : rest.substr(nl + 1);
@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         req.has_cursor = true;
         req.query_cursor = req.body.substr(0, 40);
     }
-    keyauth::ConsoleResponse res = world().api->handle(req);
+    keyauth::HttpResponse res = world().api->handle(req);
     if (res.status >= 500 && res.status != 507) __builtin_trap();
     return 0;
 }

@@ -20,10 +20,10 @@ protected:
     CreatedAccount alice = store.create_account("alice", 100);
     CreatedAccount bob = store.create_account("bob", 100);
 
-    ConsoleResponse call(const std::string &method, const std::string &path,
+    HttpResponse call(const std::string &method, const std::string &path,
                          const CreatedAccount *who, const std::string &body = "",
                          const std::string &type = "application/json") {
-        ConsoleRequest r;
+        HttpRequest r;
         r.method = method;
         r.path = path;
         if (who) {
@@ -34,11 +34,11 @@ protected:
         r.body = body;
         return api.handle(r);
     }
-    ConsoleResponse create(const CreatedAccount &who, const std::string &body) {
+    HttpResponse create(const CreatedAccount &who, const std::string &body) {
         return call("POST", "/v1/keys", &who, body);
     }
-    static json parsed(const ConsoleResponse &r) { return json::parse(r.body); }
-    static std::string field_of(const ConsoleResponse &r) {
+    static json parsed(const HttpResponse &r) { return json::parse(r.body); }
+    static std::string field_of(const HttpResponse &r) {
         return parsed(r)["error"].value("field", "");
     }
 };
@@ -48,7 +48,7 @@ const char kGood[] = R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":50
 }  // namespace
 
 TEST_F(ConsoleApiTest, CreateCapsTheRateAndReturnsTheSecretOnce) {
-    ConsoleResponse r = create(alice, kGood);
+    HttpResponse r = create(alice, kGood);
     ASSERT_EQ(r.status, 201) << r.body;
     json k = parsed(r);
     EXPECT_EQ(k["rateLimitPerMinute"], 100);
@@ -56,7 +56,7 @@ TEST_F(ConsoleApiTest, CreateCapsTheRateAndReturnsTheSecretOnce) {
     EXPECT_EQ(k["status"], "active");
     EXPECT_TRUE(k["secret"].is_string());
     EXPECT_EQ(r.account, id_to_string(kAccountIdPrefix, alice.account.id));
-    ConsoleResponse list = call("GET", "/v1/keys", &alice);
+    HttpResponse list = call("GET", "/v1/keys", &alice);
     EXPECT_EQ(list.body.find(k["secret"].get<std::string>()), std::string::npos);
 }
 
@@ -95,7 +95,7 @@ TEST_F(ConsoleApiTest, ValidationNamesTheField) {
         {R"({"name":"x\u2069y","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
     };
     for (const auto &c : cases) {
-        ConsoleResponse r = create(alice, c.body);
+        HttpResponse r = create(alice, c.body);
         EXPECT_EQ(r.status, 400) << c.body;
         EXPECT_EQ(field_of(r), c.field) << c.body << " -> " << r.body;
     }
@@ -107,7 +107,7 @@ TEST_F(ConsoleApiTest, NamesKeepOtherUnicode) {
     for (const char *name : {"caf\xc3\xa9 \xc2\xa0x", "a\xe2\x80\xa9", "a\xe2\x80\xaf",
                              "a\xe2\x81\xa5", "a\xe2\x81\xaa", "\xf0\x9f\x94\x91 key"}) {
         json body = {{"name", name}, {"scopes", {"ip:read"}}, {"rateLimitPerMinute", 5}};
-        ConsoleResponse r = create(alice, body.dump());
+        HttpResponse r = create(alice, body.dump());
         EXPECT_EQ(r.status, 201) << name << " -> " << r.body;
     }
 }
@@ -117,7 +117,7 @@ TEST_F(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
     EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "").status, 415);
     EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "Application/JSON; charset=utf-8").status, 201);
     EXPECT_EQ(create(alice, std::string(ConsoleApi::kMaxBody + 1, ' ')).status, 413);
-    ConsoleResponse r = call("PUT", "/v1/keys", &alice);
+    HttpResponse r = call("PUT", "/v1/keys", &alice);
     EXPECT_EQ(r.status, 405);
     ASSERT_FALSE(r.headers.empty());
     EXPECT_EQ(r.headers[0].second, "GET, POST");
@@ -129,12 +129,12 @@ TEST_F(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
 TEST_F(ConsoleApiTest, AuthenticationComesFirst) {
     EXPECT_EQ(call("GET", "/v1/keys", nullptr).status, 401);
     EXPECT_EQ(parsed(call("GET", "/v1/keys", nullptr))["error"]["code"], "CONSOLE_TOKEN_REQUIRED");
-    ConsoleRequest r;
+    HttpRequest r;
     r.method = "GET";
     r.path = "/v1/keys";
     r.has_authorization = true;
     r.authorization = "Bearer kac_nope";
-    ConsoleResponse res = api.handle(r);
+    HttpResponse res = api.handle(r);
     EXPECT_EQ(res.status, 401);
     EXPECT_EQ(parsed(res)["error"]["code"], "INVALID_CONSOLE_TOKEN");
     EXPECT_EQ(call("POST", "/v1/keys", nullptr, "garbage").status, 401) << "no validation before auth";
@@ -143,10 +143,10 @@ TEST_F(ConsoleApiTest, AuthenticationComesFirst) {
 TEST_F(ConsoleApiTest, RevokeIsScopedToTheCaller) {
     json k = parsed(create(bob, kGood));
     std::string path = "/v1/keys/" + k["id"].get<std::string>() + "/revoke";
-    ConsoleResponse cross = call("POST", path, &alice);
+    HttpResponse cross = call("POST", path, &alice);
     EXPECT_EQ(cross.status, 404);
     EXPECT_EQ(parsed(cross)["error"]["code"], "KEY_NOT_FOUND");
-    ConsoleResponse own = call("POST", path, &bob);
+    HttpResponse own = call("POST", path, &bob);
     EXPECT_EQ(own.status, 200);
     EXPECT_EQ(parsed(own)["status"], "revoked");
     EXPECT_EQ(call("POST", "/v1/keys/key_zz/revoke", &bob).status, 404);
@@ -154,7 +154,7 @@ TEST_F(ConsoleApiTest, RevokeIsScopedToTheCaller) {
 
 TEST_F(ConsoleApiTest, ListPaginates) {
     for (int i = 0; i < 5; i++) create(alice, kGood);
-    ConsoleRequest r;
+    HttpRequest r;
     r.method = "GET";
     r.path = "/v1/keys";
     r.has_authorization = true;

@@ -19,19 +19,14 @@ using nlohmann::json;
 const std::string kKeysPath = "/v1/keys";
 const std::string kRevokeSuffix = "/revoke";
 
-ConsoleResponse json_response(int status, const json &body) {
-    ConsoleResponse r;
-    r.status = status;
-    r.body = body.dump() + "\n";
-    return r;
+HttpResponse json_response(int status, const json &body) { return keyauth::json_response(status, body.dump()); }
+
+HttpResponse invalid(const std::string &field, const std::string &message) {
+    return json_error(400, "VALIDATION_ERROR", message, field);
 }
 
-ConsoleResponse invalid(const std::string &field, const std::string &message) {
-    return console_error(400, "VALIDATION_ERROR", message, field);
-}
-
-ConsoleResponse method_not_allowed(const char *allow) {
-    ConsoleResponse r = console_error(405, "METHOD_NOT_ALLOWED", "Method not allowed here");
+HttpResponse method_not_allowed(const char *allow) {
+    HttpResponse r = json_error(405, "METHOD_NOT_ALLOWED", "Method not allowed here");
     r.headers.emplace_back("Allow", allow);
     return r;
 }
@@ -45,12 +40,12 @@ bool is_json_media_type(const std::string &content_type) {
 }
 
 // Console tokens travel as Bearer credentials too.
-std::optional<Id> authenticate(Store &store, const ConsoleRequest &req, ConsoleResponse &denied) {
+std::optional<Id> authenticate(Store &store, const HttpRequest &req, HttpResponse &denied) {
     std::string_view token;
     BearerParse parsed = req.has_authorization ? parse_bearer(req.authorization, token)
                                                : BearerParse::kMissing;
     if (parsed == BearerParse::kMissing) {
-        denied = console_error(401, "CONSOLE_TOKEN_REQUIRED",
+        denied = json_error(401, "CONSOLE_TOKEN_REQUIRED",
                                "A console token is required: Authorization: Bearer <token>");
         denied.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"console\"");
         return std::nullopt;
@@ -58,7 +53,7 @@ std::optional<Id> authenticate(Store &store, const ConsoleRequest &req, ConsoleR
     std::optional<Id> account;
     if (parsed == BearerParse::kFound) account = store.account_for_console_token(token);
     if (!account) {
-        denied = console_error(401, "INVALID_CONSOLE_TOKEN", "The console token is invalid");
+        denied = json_error(401, "INVALID_CONSOLE_TOKEN", "The console token is invalid");
         denied.headers.emplace_back("WWW-Authenticate",
                                     "Bearer realm=\"console\", error=\"invalid_token\"");
     }
@@ -77,32 +72,25 @@ std::optional<size_t> parse_limit(const std::string &text) {
 
 }  // namespace
 
-ConsoleResponse console_error(int status, const std::string &code, const std::string &message,
-                              const std::string &field) {
-    json err = {{"code", code}, {"message", message}};
-    if (!field.empty()) err["field"] = field;
-    return json_response(status, json{{"error", err}});
-}
-
-ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
+HttpResponse ConsoleApi::handle(const HttpRequest &req) noexcept {
     std::string detail;
     try {
         return route(req);
     } catch (const StoreError &e) {
         switch (e.kind()) {
         case StoreError::Kind::kInvalid: return invalid(e.field(), e.what());
-        case StoreError::Kind::kNotFound: return console_error(404, "NOT_FOUND", e.what());
-        case StoreError::Kind::kConflict: return console_error(409, "CONFLICT", e.what());
-        case StoreError::Kind::kBusy: return console_error(503, "STORE_BUSY", e.what());
+        case StoreError::Kind::kNotFound: return json_error(404, "NOT_FOUND", e.what());
+        case StoreError::Kind::kConflict: return json_error(409, "CONFLICT", e.what());
+        case StoreError::Kind::kBusy: return json_error(503, "STORE_BUSY", e.what());
         case StoreError::Kind::kCorrupt: break;
         }
     } catch (const lmdb::map_full_error &) {
-        return console_error(507, "STORE_FULL",
+        return json_error(507, "STORE_FULL",
                              "The key store is full; the operator must grow its map size");
     } catch (const lmdb::error &e) {
         if (e.code() == MDB_MAP_RESIZED) {
             // another writer grew the map past this daemon's
-            ConsoleResponse r = console_error(
+            HttpResponse r = json_error(
                 503, "STORE_UNAVAILABLE",
                 "The key store grew beyond this daemon's map; the operator must restart keyauthd");
             r.internal_error = e.what();
@@ -111,7 +99,7 @@ ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
         // A full disk shows as ENOSPC, or as EIO when LMDB's write came up
         // short; either way the transaction was not committed.
         if (e.code() == ENOSPC || e.code() == EIO) {
-            ConsoleResponse r = console_error(
+            HttpResponse r = json_error(
                 507, "STORE_FULL", "The disk holding the key store is full; nothing was written");
             r.internal_error = e.what();
             return r;
@@ -123,24 +111,24 @@ ConsoleResponse ConsoleApi::handle(const ConsoleRequest &req) noexcept {
         detail = "unknown exception";
     }
     try {
-        ConsoleResponse r = console_error(500, "INTERNAL_ERROR", "The request could not be completed");
+        HttpResponse r = json_error(500, "INTERNAL_ERROR", "The request could not be completed");
         r.internal_error = detail;
         return r;
     } catch (...) {
-        ConsoleResponse r;
+        HttpResponse r;
         r.status = 500;
         return r;
     }
 }
 
-ConsoleResponse ConsoleApi::route(const ConsoleRequest &req) {
+HttpResponse ConsoleApi::route(const HttpRequest &req) {
     const bool is_collection = req.path == kKeysPath;
     const bool is_revoke = req.path.size() > kKeysPath.size() + 1 + kRevokeSuffix.size() &&
                            req.path.compare(0, kKeysPath.size() + 1, kKeysPath + "/") == 0 &&
                            req.path.compare(req.path.size() - kRevokeSuffix.size(),
                                             kRevokeSuffix.size(), kRevokeSuffix) == 0;
     if (!is_collection && !is_revoke) {
-        return console_error(404, "NOT_FOUND", "No such endpoint");
+        return json_error(404, "NOT_FOUND", "No such endpoint");
     }
     if (is_collection && req.method != "GET" && req.method != "POST") {
         return method_not_allowed("GET, POST");
@@ -149,11 +137,11 @@ ConsoleResponse ConsoleApi::route(const ConsoleRequest &req) {
         return method_not_allowed("POST");
     }
 
-    ConsoleResponse denied;
+    HttpResponse denied;
     std::optional<Id> account = authenticate(store_, req, denied);
     if (!account) return denied;
 
-    ConsoleResponse res;
+    HttpResponse res;
     if (is_revoke) {
         std::string id = req.path.substr(kKeysPath.size() + 1, req.path.size() - kKeysPath.size() -
                                                                    1 - kRevokeSuffix.size());
@@ -167,13 +155,13 @@ ConsoleResponse ConsoleApi::route(const ConsoleRequest &req) {
     return res;
 }
 
-ConsoleResponse ConsoleApi::create_key(const Id &account, const ConsoleRequest &req) {
+HttpResponse ConsoleApi::create_key(const Id &account, const HttpRequest &req) {
     if (!is_json_media_type(req.content_type)) {
-        return console_error(415, "UNSUPPORTED_MEDIA_TYPE",
+        return json_error(415, "UNSUPPORTED_MEDIA_TYPE",
                              "The body must be JSON: Content-Type: application/json");
     }
     if (req.body.size() > kMaxBody) {
-        return console_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB");
+        return json_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB");
     }
     std::string duplicate;
     json body = parse_json_strict(req.body, duplicate);
@@ -224,12 +212,12 @@ ConsoleResponse ConsoleApi::create_key(const Id &account, const ConsoleRequest &
                                         static_cast<uint32_t>(rate.get<int64_t>()));
     json out = key_to_json(made.key, acc ? acc->record.entitlement_rpm : 0);
     out["secret"] = made.secret;
-    ConsoleResponse r = json_response(201, out);
+    HttpResponse r = json_response(201, out);
     r.headers.emplace_back("Cache-Control", "no-store");  // the one and only copy of the secret
     return r;
 }
 
-ConsoleResponse ConsoleApi::list_keys(const Id &account, const ConsoleRequest &req) {
+HttpResponse ConsoleApi::list_keys(const Id &account, const HttpRequest &req) {
     size_t limit = kDefaultPage;
     if (req.has_limit) {
         auto parsed = parse_limit(req.query_limit);
@@ -252,15 +240,15 @@ ConsoleResponse ConsoleApi::list_keys(const Id &account, const ConsoleRequest &r
     json keys = json::array();
     for (const auto &k : page.keys) keys.push_back(key_to_json(k, entitlement));
     json next = page.next ? json(id_to_string(kKeyIdPrefix, *page.next)) : json(nullptr);
-    ConsoleResponse r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
+    HttpResponse r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
 }
 
-ConsoleResponse ConsoleApi::revoke_key(const Id &account, const std::string &id_text) {
+HttpResponse ConsoleApi::revoke_key(const Id &account, const std::string &id_text) {
     Id id{};
     // An id that cannot exist and another account's key look the same.
-    auto not_found = [] { return console_error(404, "KEY_NOT_FOUND", "No such key"); };
+    auto not_found = [] { return json_error(404, "KEY_NOT_FOUND", "No such key"); };
     if (!parse_id(kKeyIdPrefix, id_text, id)) return not_found();
     try {
         auto acc = store_.find_account(account);

@@ -12,14 +12,14 @@
 
 #include "access_log.h"
 #include "console_api.h"
-#include "console_server.h"
+#include "http_server.h"
 #include "no_core_dumps.h"
 #include "options.h"
 #include "store.h"
 
 int main(int argc, char **argv) {
     keyauthd::Options opt = keyauthd::parse_options(argc, argv);
-    keyauth::ConsoleServerLimits limits;
+    keyauth::HttpServerLimits limits;
     if (opt.max_connections) limits.max_connections = opt.max_connections;
 
     std::string dump_error;
@@ -34,19 +34,20 @@ int main(int argc, char **argv) {
         // a create is never committed after the console has given up on it.
         store.set_write_wait_limit(std::chrono::seconds(5));
         keyauth::ConsoleApi api(store);
-        keyauth::ConsoleServer server(api, limits, keyauthd::log_exchange);
+        keyauth::HttpServer server([&api](const keyauth::HttpRequest &r) { return api.handle(r); }, limits,
+                                   keyauth::log_exchange);
         std::string error;
         if (!server.bind(opt.host, opt.port, error)) {
             std::cerr << "keyauthd: cannot listen on " << opt.listen << ": " << error << "\n";
             return 1;
         }
         const size_t max_connections = server.fit_to_descriptors();
-        keyauthd::emit({{"event", "listening"},
+        keyauth::emit({{"event", "listening"},
                         {"listen", opt.listen},
                         {"db", opt.db},
                         {"maxConnections", max_connections}});
-        keyauth::ConsoleServer::Stopped how = server.run();
-        keyauthd::emit({{"event", "stopped"},
+        keyauth::HttpServer::Stopped how = server.run();
+        keyauth::emit({{"event", "stopped"},
                         {"allAnswered", how.all_answered},
                         {"workersIdle", how.workers_idle}});
         // A worker still inside the store: leave without closing it under

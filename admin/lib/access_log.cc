@@ -7,7 +7,7 @@
 #include "redact.h"
 #include "store.h"
 
-namespace keyauthd {
+namespace keyauth {
 
 void emit(const nlohmann::ordered_json &line) {
     std::string text =
@@ -15,15 +15,15 @@ void emit(const nlohmann::ordered_json &line) {
     std::fputs(text.c_str(), stderr);
 }
 
-void log_exchange(const keyauth::ExchangeLog &x) {
+void log_exchange(const ExchangeLog &x) {
     // The path and method come from the client: any secret pasted into them
     // is masked before they are cut (a secret cut in two would escape the mask).
     std::string path = x.path, method = x.method;
-    keyauth::redact_secrets(path.data(), path.size());
-    keyauth::redact_secrets(method.data(), method.size());
+    redact_secrets(path.data(), path.size());
+    redact_secrets(method.data(), method.size());
     if (path.size() > 512) path.resize(512);
     if (method.size() > 16) method.resize(16);
-    nlohmann::ordered_json line = {{"ts", keyauth::format_time(keyauth::wall_clock_ms())},
+    nlohmann::ordered_json line = {{"ts", format_time(wall_clock_ms())},
                                    {"remote", x.remote},
                                    {"method", method},
                                    {"path", path},
@@ -31,10 +31,10 @@ void log_exchange(const keyauth::ExchangeLog &x) {
     if (!x.account.empty()) line["account"] = x.account;
     if (!x.internal_error.empty()) {
         std::string error = x.internal_error;
-        keyauth::redact_secrets(error.data(), error.size());
+        redact_secrets(error.data(), error.size());
         line["error"] = error;
     }
     emit(line);
 }
 
-}  // namespace keyauthd
+}  // namespace keyauth

@@ -1,7 +1,8 @@
-// keyauthd's HTTP/1.1 server: one event-loop thread owns every connection
-// (idle keep-alive connections and slow clients cost no worker), complete
-// requests go to a bounded pool of workers that run the ConsoleApi, and
-// every limit the server enforces itself answers in the API's JSON layout.
+// The daemons' HTTP/1.1 server (keyauthd's console API, keyauth-syncd's
+// /metrics and /healthz): one event-loop thread owns every connection (idle
+// keep-alive connections and slow clients cost no worker), complete requests
+// go to a bounded pool of workers that run the handler, and every limit the
+// server enforces itself answers in the one JSON error layout.
 #pragma once
 
 #include <chrono>
@@ -10,17 +11,17 @@
 #include <memory>
 #include <string>
 
-#include "console_api.h"
+#include "http_exchange.h"
 
 namespace keyauth {
 
-struct ConsoleServerLimits {
+struct HttpServerLimits {
     size_t workers = 4;             // threads running the API (store writes block)
     size_t queue = 64;              // complete requests waiting for a worker; more: 503
     size_t max_connections = 512;   // open connections; more: 503 and close
     size_t max_header_fields = 100;        // more: 431
     size_t max_header_bytes = 16 * 1024;   // request line + fields; more: 431 (414 for the line)
-    size_t max_body = ConsoleApi::kMaxBody;  // more: 413
+    size_t max_body = kMaxRequestBody;  // more: 413
     std::chrono::milliseconds idle_timeout{5000};   // keep-alive, waiting for a first byte
     std::chrono::milliseconds head_timeout{10000};  // first byte to the end of the head: 408
     std::chrono::milliseconds body_timeout{10000};  // the whole body: 408
@@ -39,12 +40,14 @@ struct ExchangeLog {
     std::string internal_error;  // from the API: a detail for the log only
 };
 
-class ConsoleServer {
+class HttpServer {
 public:
     using Logger = std::function<void(const ExchangeLog &)>;
+    // Runs on a worker thread; must not throw.
+    using Handler = std::function<HttpResponse(const HttpRequest &)>;
 
-    ConsoleServer(ConsoleApi &api, ConsoleServerLimits limits, Logger log);
-    ~ConsoleServer();
+    HttpServer(Handler handler, HttpServerLimits limits, Logger log);
+    ~HttpServer();
 
     // Raises the descriptor limit as far as allowed and lowers the
     // connection limit to what it can hold; returns the connection limit.

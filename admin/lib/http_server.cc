@@ -1,4 +1,4 @@
-#include "console_server.h"
+#include "http_server.h"
 
 #include <sys/resource.h>
 
@@ -33,13 +33,13 @@ constexpr size_t kLingerBytes = 64 * 1024;
 // Connections taken from the kernel's queue per wake-up of the accept loop.
 constexpr int kAcceptBatch = 64;
 
-ConsoleResponse closing(ConsoleResponse r) {
+HttpResponse closing(HttpResponse r) {
     r.headers.emplace_back("Connection", "close");
     return r;
 }
 
-ConsoleResponse server_error(int status, const char *code, const char *message) {
-    return closing(console_error(status, code, message));
+HttpResponse server_error(int status, const char *code, const char *message) {
+    return closing(json_error(status, code, message));
 }
 
 // One header that must not appear twice: two different Authorization or
@@ -53,9 +53,9 @@ bool repeated(const http::fields &fields, http::field name) {
 
 class Session;
 
-struct ConsoleServer::Impl {
-    ConsoleApi &api;
-    ConsoleServerLimits limits;
+struct HttpServer::Impl {
+    HttpServer::Handler handler;
+    HttpServerLimits limits;
     Logger log;
     net::io_context ioc{1};
     // Registered before anything else runs, so a signal during start-up is
@@ -70,8 +70,8 @@ struct ConsoleServer::Impl {
     std::atomic<bool> stopping{false};
     bool forced = false;
 
-    Impl(ConsoleApi &a, ConsoleServerLimits l, Logger lg)
-        : api(a), limits(l), log(std::move(lg)), pool(l.workers, l.queue) {}
+    Impl(HttpServer::Handler a, HttpServerLimits l, Logger lg)
+        : handler(std::move(a)), limits(l), log(std::move(lg)), pool(l.workers, l.queue) {}
 
     void accept();
     void admit(tcp::socket socket);
@@ -83,7 +83,7 @@ struct ConsoleServer::Impl {
 
 class Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(ConsoleServer::Impl &srv, tcp::socket socket)
+    Session(HttpServer::Impl &srv, tcp::socket socket)
         : srv_(srv),
           stream_(std::move(socket)),
           deadline_(stream_.get_executor()),
@@ -290,7 +290,7 @@ private:
         keep_alive_ = req->keep_alive();
         auto self = shared_from_this();
         bool queued = srv_.pool.try_submit([self, req] {
-            ConsoleResponse out;
+            HttpResponse out;
             try {
                 // Still queued when the server stopped: its answer could not
                 // be sent, so it does not run at all.
@@ -304,7 +304,7 @@ private:
                       [self, out = std::move(out)]() mutable { self->respond(std::move(out)); });
         });
         if (!queued) {
-            ConsoleResponse busy = console_error(503, "SERVER_BUSY", "The server is busy; try again shortly");
+            HttpResponse busy = json_error(503, "SERVER_BUSY", "The server is busy; try again shortly");
             busy.headers.emplace_back("Retry-After", "1");
             respond(std::move(busy));
         }
@@ -312,19 +312,19 @@ private:
 
     // On a worker thread: the request as the API sees it. Reads only the
     // request it was handed and the API.
-    ConsoleResponse serve(const http::request<http::string_body> &req) const {
-        ConsoleRequest in;
+    HttpResponse serve(const http::request<http::string_body> &req) const {
+        HttpRequest in;
         in.method = std::string(req.method_string());
         std::string_view target(req.target().data(), req.target().size());
         size_t q = target.find('?');
         std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
         if (!percent_decode(target.substr(0, q), in.path)) {
-            return console_error(400, "BAD_REQUEST", "The path has a malformed %-escape");
+            return json_error(400, "BAD_REQUEST", "The path has a malformed %-escape");
         }
         QueryParam limit = query_param(query, "limit", in.query_limit);
         QueryParam cursor = query_param(query, "cursor", in.query_cursor);
         if (limit == QueryParam::kBad || cursor == QueryParam::kBad) {
-            return console_error(400, "BAD_REQUEST", "The query has a malformed %-escape");
+            return json_error(400, "BAD_REQUEST", "The query has a malformed %-escape");
         }
         in.has_limit = limit == QueryParam::kFound;
         in.has_cursor = cursor == QueryParam::kFound;
@@ -333,10 +333,10 @@ private:
         if (in.has_authorization) in.authorization = std::string(auth->value());
         in.content_type = std::string(req[http::field::content_type]);
         in.body = req.body();
-        return srv_.api.handle(in);
+        return srv_.handler(in);
     }
 
-    void respond(ConsoleResponse out) {
+    void respond(HttpResponse out) {
         if (closed()) return;
         bool close = !keep_alive_ || srv_.stopping || close_after_ || state_ != State::kWorking;
         res_ = {};
@@ -349,7 +349,7 @@ private:
                 res_.set(h.first, h.second);
             }
         }
-        res_.set(http::field::content_type, "application/json");
+        res_.set(http::field::content_type, out.content_type);
         res_.body() = std::move(out.body);
         res_.keep_alive(!close);
         res_.prepare_payload();
@@ -411,7 +411,7 @@ private:
         srv_.forget(this);
     }
 
-    ConsoleServer::Impl &srv_;
+    HttpServer::Impl &srv_;
     beast::tcp_stream stream_;
     net::steady_timer deadline_;
     unsigned deadline_generation_ = 0;
@@ -429,7 +429,7 @@ private:
     size_t dropped_ = 0;
 };
 
-void ConsoleServer::Impl::accept() {
+void HttpServer::Impl::accept() {
     acceptor.async_accept(ioc, [this](beast::error_code ec, tcp::socket socket) {
         if (stopping) return;
         if (ec) {
@@ -454,7 +454,7 @@ void ConsoleServer::Impl::accept() {
     });
 }
 
-void ConsoleServer::Impl::admit(tcp::socket socket) {
+void HttpServer::Impl::admit(tcp::socket socket) {
     beast::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
     if (sessions.size() >= 2 * limits.max_connections) return;  // closed without a word
@@ -469,7 +469,7 @@ void ConsoleServer::Impl::admit(tcp::socket socket) {
 }
 
 // The first SIGTERM or SIGINT stops gracefully; a second one stops at once.
-void ConsoleServer::Impl::on_signal() {
+void HttpServer::Impl::on_signal() {
     signals.async_wait([this](beast::error_code ec, int) {
         if (ec) return;
         if (!stopping) {
@@ -482,7 +482,7 @@ void ConsoleServer::Impl::on_signal() {
     });
 }
 
-void ConsoleServer::Impl::stop() {
+void HttpServer::Impl::stop() {
     stopping = true;
     beast::error_code ec;
     acceptor.close(ec);
@@ -501,28 +501,28 @@ void ConsoleServer::Impl::stop() {
 // The loop runs while anything is pending: after a stop, the deadline (and
 // the wait for a second signal) are the last things, so the last connection
 // gone ends the loop.
-void ConsoleServer::Impl::forget(Session *s) {
+void HttpServer::Impl::forget(Session *s) {
     sessions.erase(s);
     end_if_drained();
 }
 
-void ConsoleServer::Impl::end_if_drained() {
+void HttpServer::Impl::end_if_drained() {
     if (!stopping || !sessions.empty()) return;
     stop_deadline.cancel();
     beast::error_code ec;
     signals.cancel(ec);
 }
 
-ConsoleServer::ConsoleServer(ConsoleApi &api, ConsoleServerLimits limits, Logger log)
-    : impl_(std::make_unique<Impl>(api, limits, std::move(log))) {}
+HttpServer::HttpServer(Handler handler, HttpServerLimits limits, Logger log)
+    : impl_(std::make_unique<Impl>(std::move(handler), limits, std::move(log))) {}
 
-ConsoleServer::~ConsoleServer() = default;
+HttpServer::~HttpServer() = default;
 
 // Each connection is one descriptor, and refusals (up to as many again)
 // hold one briefly: the soft limit is raised to the hard one, and the
 // connection limit lowered if even that cannot hold twice as many plus a
 // reserve, so that a new client meets a fast 503, not a stalled accept.
-size_t ConsoleServer::fit_to_descriptors() {
+size_t HttpServer::fit_to_descriptors() {
     constexpr rlim_t kReserve = 64;  // the store, the log, the loop's own
     rlimit nofile{};
     if (getrlimit(RLIMIT_NOFILE, &nofile) != 0) return impl_->limits.max_connections;
@@ -539,7 +539,7 @@ size_t ConsoleServer::fit_to_descriptors() {
     return max;
 }
 
-bool ConsoleServer::bind(const std::string &host, int port, std::string &error) {
+bool HttpServer::bind(const std::string &host, int port, std::string &error) {
     beast::error_code ec;
     auto address = net::ip::make_address(host, ec);
     if (ec) {
@@ -557,7 +557,7 @@ bool ConsoleServer::bind(const std::string &host, int port, std::string &error) 
     return false;
 }
 
-ConsoleServer::Stopped ConsoleServer::run() {
+HttpServer::Stopped HttpServer::run() {
     Impl &s = *impl_;
     s.on_signal();
     s.accept();

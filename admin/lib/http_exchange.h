@@ -1,0 +1,48 @@
+// One HTTP exchange as the daemons' handlers see it, independent of the
+// server that carries it (http_server.h): keyauthd's console API and
+// keyauth-syncd's /metrics and /healthz take an HttpRequest and return an
+// HttpResponse, and unit tests call them directly.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace keyauth {
+
+// Bodies over this are refused (413) before they are read.
+inline constexpr size_t kMaxRequestBody = 64 * 1024;
+
+struct HttpRequest {
+    std::string method;
+    std::string path;           // percent-decoded, without the query string
+    // The query parameters the console API pages with: the raw (decoded)
+    // ?limit= and ?cursor= values; any other parameter is ignored.
+    std::string query_limit;
+    bool has_limit = false;
+    std::string query_cursor;
+    bool has_cursor = false;
+    std::string authorization;  // Authorization header value
+    bool has_authorization = false;
+    std::string content_type;
+    std::string body;
+};
+
+struct HttpResponse {
+    int status = 200;
+    std::string body;
+    std::string content_type = "application/json";
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string account;         // the authenticated account id, for the access log
+    std::string internal_error;  // for the daemon's log, never sent
+};
+
+// A JSON body: the value and a newline.
+HttpResponse json_response(int status, std::string json_text);
+// The one error layout of every daemon:
+// {"error":{"code":...,"message":...}} plus "field" for validation errors.
+HttpResponse json_error(int status, const std::string &code, const std::string &message,
+                        const std::string &field = "");
+
+}  // namespace keyauth
