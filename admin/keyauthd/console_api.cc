@@ -82,6 +82,13 @@ HttpResponse ConsoleApi::handle(const HttpRequest &req) noexcept {
         case StoreError::Kind::kNotFound: return json_error(404, "NOT_FOUND", e.what());
         case StoreError::Kind::kConflict: return json_error(409, "CONFLICT", e.what());
         case StoreError::Kind::kBusy: return json_error(503, "STORE_BUSY", e.what());
+        case StoreError::Kind::kUnavailable: {
+            HttpResponse r = json_error(503, "STORE_UNAVAILABLE",
+                                        "The key store cannot be reached; try again shortly");
+            r.headers.emplace_back("Retry-After", "1");
+            r.internal_error = e.what();
+            return r;
+        }
         case StoreError::Kind::kCorrupt: break;
         }
     } catch (const lmdb::map_full_error &) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "key_index.h"
 #include "records.h"
 #include "store_error.h"
 
@@ -16,27 +17,6 @@ std::string_view view(const MDB_val &v) { return {static_cast<const char *>(v.mv
 
 [[noreturn]] void refuse(const std::string &msg) {
     throw StoreError(StoreError::Kind::kInvalid, "", msg);
-}
-
-// The index entries a key record implies: keys[id] and account_keys[account ++ id],
-// both holding the record's hash.
-struct KeyIndex {
-    std::string by_id;
-    std::string by_account;
-};
-
-KeyIndex index_of(std::string_view record) {
-    KeyRecordView v;
-    DecodeStatus st = decode_key_record(record.data(), record.size(), v);
-    if (st != DecodeStatus::kOk)
-        refuse(st == DecodeStatus::kUnknownVersion
-                   ? "key record of layout version " + std::to_string(v.version) + " is not known here"
-                   : std::string("key record is corrupt"));
-    KeyIndex ix;
-    ix.by_id.assign(reinterpret_cast<const char *>(v.key_id), KA_ID_LEN);
-    ix.by_account.assign(reinterpret_cast<const char *>(v.account_id), KA_ID_LEN);
-    ix.by_account += ix.by_id;
-    return ix;
 }
 
 // Deletes an index entry only while it still points at `hash`: another key
@@ -57,10 +37,10 @@ void put(MDB_txn *txn, MDB_dbi dbi, std::string_view key, std::string_view value
 void apply_key_record(MDB_txn *txn, const LmdbTables &t, const RecordChange &c) {
     if (c.key.size() != KA_HASH_LEN) refuse("keys_by_hash key of " + std::to_string(c.key.size()) + " bytes");
     std::optional<KeyIndex> next;
-    if (c.value) next = index_of(*c.value);  // refused before anything is touched
+    if (c.value) next = key_index_of(*c.value);  // refused before anything is touched
     MDB_val k = val(c.key), old;
     if (lmdb::dbi_get(txn, t[Table::kKeysByHash], &k, &old)) {
-        KeyIndex was = index_of(view(old));
+        KeyIndex was = key_index_of(view(old));
         drop_entry(txn, t[Table::kKeys], was.by_id, c.key);
         drop_entry(txn, t[Table::kAccountKeys], was.by_account, c.key);
     }

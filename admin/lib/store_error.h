@@ -10,7 +10,9 @@ namespace keyauth {
 
 class StoreError : public std::runtime_error {
 public:
-    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt, kBusy };
+    // kUnavailable: the store cannot be reached now (etcd down or leaderless);
+    // a write may or may not have been applied, the caller may retry.
+    enum class Kind { kInvalid, kNotFound, kConflict, kCorrupt, kBusy, kUnavailable };
     StoreError(Kind kind, std::string field, const std::string &message)
         : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
     Kind kind() const noexcept { return kind_; }
