@@ -3,6 +3,9 @@
 # and `make test`, `make run`, `make bench` and `make soak` call it first.
 
 SHELL      := /bin/bash
+# The dependency files included below name targets of their own: without
+# this, the first of them would become what a plain `make` builds.
+.DEFAULT_GOAL := all
 BUILD      := build
 NGX_SRC    := /usr/share/nginx/src
 NGX_BUILD  := $(CURDIR)/$(BUILD)/nginx

@@ -221,6 +221,7 @@ public:
     void set_write_wait_limit(std::chrono::milliseconds limit) override {
         inner_.set_write_wait_limit(limit);
     }
+    size_t max_keys_per_write() const override { return inner_.max_keys_per_write(); }
     int attempts() const { return attempts_; }
 
 private:

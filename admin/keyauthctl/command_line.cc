@@ -11,13 +11,15 @@ namespace keyauthctl {
 
 extern const char kUsage[];
 const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
+       keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
   account create --name NAME --entitlement RPM
         create an account; prints its id and a one-time console token
   account list
   account set-entitlement --account ACC_ID --entitlement RPM
   key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM [--count N]
-        create an API key (or N alike, in one transaction); prints the secret once
+        create an API key (or N alike: in one transaction on --db, in
+        transactions of 40 on --etcd, each printed as it is made); prints the secret once
   key list --account ACC_ID [--limit N] [--cursor KEY_ID]
   key revoke KEY_ID [--account ACC_ID]
   plans import FILE.json
@@ -31,6 +33,13 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         and whether USER (the nginx worker user) can use it; exit 1 on a failure
 
   --db PATH       the LMDB environment directory (or $KEYAUTH_DB); created if missing
+  --etcd URL[,URL...]
+                  many-edge mode: the etcd cluster that holds the store,
+                  instead of --db (or $KEYAUTH_ETCD); not for doctor
+  --etcd-prefix P the store's key prefix in etcd (default /keyauth/1)
+  --etcd-cacert F, --etcd-cert F, --etcd-key F
+                  TLS to https:// members: the CA to verify them with, and a
+                  client certificate and key for members that ask for one
   --json          machine-readable output
   --map-size MIB  a map of at least this size (default: as the store was last
                   written, 4096 for a new store); not for doctor
@@ -98,7 +107,9 @@ const std::vector<Command> kCommands = {
 };
 
 // Options every command takes (--map-size: those that open the store).
-const char *const kGlobalOptions[] = {"db", "map-size"};
+const char *const kGlobalOptions[] = {"db", "map-size", "etcd", "etcd-prefix", "etcd-cacert", "etcd-cert", "etcd-key"};
+
+bool is_etcd_option(const std::string &name) { return name.rfind("etcd", 0) == 0; }
 
 bool known_option(const std::string &name) {
     for (const char *g : kGlobalOptions)
@@ -201,13 +212,22 @@ void check_args(Args &a) {
         const Opt *spec = nullptr;
         for (const auto &o : c.options)
             if (opt == o.name) spec = &o;
-        const bool global = opt == "db" || (opt == "map-size" && c.opens_store);
+        // doctor examines an LMDB directory: it takes no etcd options
+        const bool global = opt == "db" || (is_etcd_option(opt) && std::string(c.group) != "doctor") ||
+                            (opt == "map-size" && c.opens_store);
         if (spec == nullptr && !global) throw UsageError(name + " does not take --" + opt);
         if (values.size() > 1 && !(spec && spec->repeatable))
             throw UsageError("--" + opt + " given more than once");
     }
     for (const auto &o : c.options)
         if (o.required && !a.options.count(o.name)) throw UsageError(name + " needs --" + o.name);
+    if (a.options.count("etcd")) {
+        if (a.options.count("db")) throw UsageError("--db and --etcd name two stores: give one");
+        if (a.options.count("map-size")) throw UsageError("--map-size is for an LMDB store (--db), not etcd");
+    } else {
+        for (const auto &[opt, values] : a.options)
+            if (is_etcd_option(opt)) throw UsageError("--" + opt + " needs --etcd");
+    }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -78,20 +79,43 @@ int run_key(keyauth::Store &store, const Args &a) {
     if (verb == "create") {
         Id account = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
         auto count = a.opt("count");
-        auto made = store.create_keys(account, a.need("name"), a.all("scope"),
-                                      parse_u32(a.need("rate"), "--rate"),
-                                      count ? parse_u32(*count, "--count") : 1);
-        uint32_t ent = entitlement_of(store, account);
+        const std::string name = a.need("name");
+        const std::vector<std::string> scopes = a.all("scope");
+        const uint32_t rate = parse_u32(a.need("rate"), "--rate");
+        size_t left = count ? parse_u32(*count, "--count") : 1;
+        if (left < 1 || left > 10'000'000) throw UsageError("--count must be from 1 to 10000000");
+        // A store that takes fewer keys per write (etcd) gets them in
+        // batches. Whatever fails, every key made is printed: its secret
+        // exists nowhere else.
         json all = json::array();
         std::string text;
-        for (const auto &k : made) {
-            json j = keyauth::key_to_json(k.key, ent);
-            j["secret"] = k.secret;
-            text += "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " +
-                    k.secret + "\n";
-            all.push_back(std::move(j));
+        auto report = [&] {
+            if (all.empty()) return;
+            print(as_json, count ? json{{"keys", all}} : all.front(), text);
+        };
+        try {
+            uint32_t ent = 0;
+            bool ent_known = false;
+            while (left > 0) {
+                size_t batch = std::min(left, store.max_keys_per_write());
+                auto made = store.create_keys(account, name, scopes, rate, batch);
+                left -= batch;
+                if (!ent_known) ent = entitlement_of(store, account), ent_known = true;
+                for (const auto &k : made) {
+                    json j = keyauth::key_to_json(k.key, ent);
+                    j["secret"] = k.secret;
+                    text += "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " +
+                            k.secret + "\n";
+                    all.push_back(std::move(j));
+                }
+            }
+        } catch (...) {
+            report();
+            if (!all.empty())
+                std::cerr << "keyauthctl: " << all.size() << " keys were created (printed above) before this error\n";
+            throw;
         }
-        print(as_json, count ? json{{"keys", all}} : all.front(), text);
+        report();
         return 0;
     }
     if (verb == "list") {
@@ -188,6 +212,21 @@ int run_init(const std::string &db, const Args &a) {
     print(a.as_json, json{{"db", db}, {"schemaVersion", KA_SCHEMA_VERSION}},
           "keyauth store ready at " + db + "\n");
     return 0;
+}
+
+int run_init_etcd(keyauth::Store &store, const std::string &endpoints, const Args &a) {
+    store.exchange_rate();  // a read: the cluster answers, or this throws
+    print(a.as_json, json{{"etcd", endpoints}, {"schemaVersion", KA_SCHEMA_VERSION}},
+          "keyauth store ready on etcd " + endpoints + "\n");
+    return 0;
+}
+
+int run(keyauth::Store &store, const Args &a) {
+    const std::string &group = a.words[0];
+    if (group == "account") return run_account(store, a);
+    if (group == "plans") return run_plans(store, a);
+    if (group == "fx") return run_fx(store, a);
+    return run_key(store, a);
 }
 
 int run_doctor(const std::string &db, const Args &a) {

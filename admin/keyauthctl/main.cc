@@ -1,6 +1,7 @@
 // keyauthctl: the operator's CLI over the same LMDB store as keyauthd.
 //
 //   keyauthctl --db PATH [--json] COMMAND ...
+//   keyauthctl --etcd URL[,URL...] [--json] COMMAND ...
 //
 // Exit status: 0 done, 1 the store refused (not found, invalid input, I/O),
 // 2 usage error.
@@ -11,6 +12,7 @@
 #include "command_line.h"
 #include "commands.h"
 #include "no_core_dumps.h"
+#include "etcd_backend.h"
 #include "store.h"
 
 int main(int argc, char **argv) {
@@ -21,11 +23,30 @@ int main(int argc, char **argv) {
         return 1;
     }
     std::string db = getenv("KEYAUTH_DB") ? getenv("KEYAUTH_DB") : "";
+    std::string etcd = getenv("KEYAUTH_ETCD") ? getenv("KEYAUTH_ETCD") : "";
     try {
         Args a = parse_command_line(argc, argv);
-        if (auto given = a.opt("db")) db = *given;
-        if (db.empty()) throw UsageError("no --db PATH (or $KEYAUTH_DB)");
+        if (auto given = a.opt("db")) db = *given, etcd.clear();
+        if (auto given = a.opt("etcd")) etcd = *given, db.clear();
         const std::string &group = a.words[0];
+        if (!etcd.empty() && !db.empty())
+            throw UsageError("$KEYAUTH_DB and $KEYAUTH_ETCD are both set: give --db or --etcd");
+        if (!etcd.empty()) {
+            if (group == "doctor") throw UsageError("doctor checks an LMDB store: give --db PATH");
+            keyauth::EtcdBackendOptions eo;
+            eo.endpoints = etcd;
+            eo.prefix = a.opt("etcd-prefix").value_or(std::string(keyauth::kDefaultEtcdPrefix));
+            eo.ca_file = a.opt("etcd-cacert").value_or("");
+            eo.cert_file = a.opt("etcd-cert").value_or("");
+            eo.key_file = a.opt("etcd-key").value_or("");
+            std::string error;
+            auto backend = keyauth::EtcdBackend::make(eo, error);
+            if (!backend) throw UsageError("--etcd: " + error);
+            keyauth::Store store(std::move(backend));
+            if (group == "init") return run_init_etcd(store, etcd, a);
+            return run(store, a);
+        }
+        if (db.empty()) throw UsageError("no --db PATH or --etcd URL (or $KEYAUTH_DB, $KEYAUTH_ETCD)");
         if (group == "doctor") return run_doctor(db, a);
         size_t map_size = 0;
         if (auto mib = a.opt("map-size")) {
@@ -35,10 +56,7 @@ int main(int argc, char **argv) {
         }
         keyauth::Store store(db, map_size);
         if (group == "init") return run_init(db, a);
-        if (group == "account") return run_account(store, a);
-        if (group == "plans") return run_plans(store, a);
-        if (group == "fx") return run_fx(store, a);
-        return run_key(store, a);
+        return run(store, a);
     } catch (const UsageError &e) {
         std::cerr << "keyauthctl: " << e.what() << "\n\n" << kUsage;
         return 2;

@@ -3,6 +3,7 @@
 // the LMDB store the edge reads. Every 2xx is sent after a durable commit.
 //
 //   keyauthd --db PATH --listen 127.0.0.1:PORT [--max-connections N] [--allow-remote]
+//   keyauthd --etcd URL[,URL...] --listen ADDR:PORT [...]
 #include <signal.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "http_server.h"
 #include "no_core_dumps.h"
 #include "options.h"
+#include "etcd_backend.h"
 #include "store.h"
 
 int main(int argc, char **argv) {
@@ -29,7 +31,27 @@ int main(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     try {
-        keyauth::Store store(opt.db, opt.map_size);
+        std::unique_ptr<keyauth::StoreBackend> backend;
+        if (!opt.etcd.empty()) {
+            keyauth::EtcdBackendOptions eo;
+            eo.endpoints = opt.etcd;
+            if (!opt.etcd_prefix.empty()) eo.prefix = opt.etcd_prefix;
+            eo.ca_file = opt.etcd_cacert;
+            eo.cert_file = opt.etcd_cert;
+            eo.key_file = opt.etcd_key;
+            // a call of a console request has this long per etcd call, so
+            // an answer comes well inside nginx's 10 s proxy timeout
+            eo.request_timeout = std::chrono::seconds(3);
+            std::string error;
+            backend = keyauth::EtcdBackend::make(eo, error);
+            if (!backend) {
+                std::cerr << "keyauthd: --etcd: " << error << "\n";
+                return 2;
+            }
+        } else {
+            backend = std::make_unique<keyauth::LmdbBackend>(opt.db, opt.map_size);
+        }
+        keyauth::Store store(std::move(backend));
         // Well inside nginx's proxy_read_timeout (10 s in console_api.conf):
         // a create is never committed after the console has given up on it.
         store.set_write_wait_limit(std::chrono::seconds(5));
@@ -44,7 +66,7 @@ int main(int argc, char **argv) {
         const size_t max_connections = server.fit_to_descriptors();
         keyauth::emit({{"event", "listening"},
                         {"listen", opt.listen},
-                        {"db", opt.db},
+                        {opt.etcd.empty() ? "db" : "etcd", opt.etcd.empty() ? opt.db : opt.etcd},
                         {"maxConnections", max_connections}});
         keyauth::HttpServer::Stopped how = server.run();
         keyauth::emit({{"event", "stopped"},

@@ -11,6 +11,7 @@ namespace keyauthd {
 namespace {
 
 const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--allow-remote]
+       keyauthd --etcd URL[,URL...] --listen ADDR:PORT [--allow-remote]
 
 Serves the console key-management API (POST /v1/keys, GET /v1/keys,
 POST /v1/keys/{id}/revoke) over HTTP. Put it behind nginx: see
@@ -23,6 +24,14 @@ bodies (413); 5 s for an idle keep-alive connection, 10 s for a request
 head, its body (408) and its answer.
 
   --db PATH       LMDB environment directory (created if missing)
+  --etcd URL[,URL...]
+                  many-edge mode: the etcd cluster that holds the store,
+                  instead of --db; keyauthd keeps no state, and any number
+                  of them may serve. etcd unreachable: 503 STORE_UNAVAILABLE
+  --etcd-prefix P the store's key prefix in etcd (default /keyauth/1)
+  --etcd-cacert F, --etcd-cert F, --etcd-key F
+                  TLS to https:// members: the CA to verify them with, and a
+                  client certificate and key for members that ask for one
   --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
   --max-connections N
                   open connections at most (default 512); one more is
@@ -88,6 +97,11 @@ Options parse_options(int argc, char **argv) {
             continue;
         }
         std::string *slot = a == "--db"                ? &o.db
+                            : a == "--etcd"            ? &o.etcd
+                            : a == "--etcd-prefix"     ? &o.etcd_prefix
+                            : a == "--etcd-cacert"     ? &o.etcd_cacert
+                            : a == "--etcd-cert"       ? &o.etcd_cert
+                            : a == "--etcd-key"        ? &o.etcd_key
                             : a == "--listen"          ? &o.listen
                             : a == "--map-size"        ? &map_mib
                             : a == "--max-connections" ? &max_conn
@@ -97,7 +111,10 @@ Options parse_options(int argc, char **argv) {
         if (!slot->empty()) usage_error(a + " given twice");
         *slot = argv[++i];
     }
-    if (o.db.empty()) usage_error("--db PATH is required");
+    if (o.db.empty() == o.etcd.empty()) usage_error("give --db PATH or --etcd URL[,URL...], one of them");
+    if (o.etcd.empty() && !(o.etcd_prefix + o.etcd_cacert + o.etcd_cert + o.etcd_key).empty())
+        usage_error("--etcd-prefix and the --etcd TLS options need --etcd");
+    if (!o.etcd.empty() && !map_mib.empty()) usage_error("--map-size is for an LMDB store (--db), not etcd");
     if (!parse_listen(o.listen, o.host, o.port)) {
         usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
     }

@@ -8,7 +8,9 @@
 namespace keyauthd {
 
 struct Options {
-    std::string db;
+    std::string db;    // single host: the LMDB store
+    std::string etcd;  // many edges: the etcd endpoints (exactly one of the two)
+    std::string etcd_prefix, etcd_cacert, etcd_cert, etcd_key;
     std::string listen;  // as given, for messages
     std::string host;    // brackets of an IPv6 address removed
     int port = 0;

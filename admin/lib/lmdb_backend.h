@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "lmdb_apply.h"
@@ -30,6 +31,8 @@ public:
     std::unique_ptr<RecordReader> read() override;
     std::unique_ptr<WriteAttempt> begin_write() override;
     void set_write_wait_limit(std::chrono::milliseconds limit) override { wait_limit_ = limit; }
+    // One LMDB transaction holds any number; the Store's own cap applies.
+    size_t max_keys_per_write() const override { return SIZE_MAX; }
 
     MDB_env *env() noexcept { return env_.handle(); }
     const LmdbTables &tables() const noexcept { return tables_; }

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <atomic>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "key_format.h"
 #include "keyauth_schema.h"
@@ -95,8 +98,20 @@ std::string le_bytes(uint64_t n) {
 Store::Store(const std::string &path, size_t map_size)
     : Store(std::make_unique<LmdbBackend>(path, map_size)) {}
 
+size_t Store::max_keys_per_write() const { return std::min<size_t>(backend_->max_keys_per_write(), 10'000'000); }
+
 Store::Store(std::unique_ptr<StoreBackend> backend)
     : backend_(std::move(backend)), clock_(wall_clock_ms) {}
+
+// Writers that collided (etcd: several keyauthd creating keys at once)
+// retry at random moments, over a window that doubles, so that they do not
+// collide again in step.
+static void back_off(int attempt) {
+    static std::atomic<uint32_t> seed{std::random_device{}()};
+    std::minstd_rand rng(seed.fetch_add(0x9e3779b9u, std::memory_order_relaxed));
+    const int window_ms = std::min(1 << attempt, 100);
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (window_ms + 1)));
+}
 
 // One write: `plan` reads what the change depends on through the attempt,
 // records in the mutation the records to write and the guards they rest on,
@@ -113,6 +128,8 @@ auto Store::write(Plan &&plan) {
         if (attempt == kWriteAttempts)
             throw StoreError(StoreError::Kind::kBusy, "",
                              "the store kept changing under this write; nothing was written, retry");
+        w.reset();
+        back_off(attempt);
     }
 }
 
@@ -191,6 +208,9 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view n
     validate_scopes(scopes);
     validate_rate(requested_rpm, "rateLimitPerMinute");
     if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
+    if (count > backend_->max_keys_per_write())
+        invalid("count", "this store takes at most " + std::to_string(backend_->max_keys_per_write()) +
+                             " keys in one write; create more in batches");
     return write([&](RecordReader &r, Mutation &m) {
         auto owner = r.get(Table::kAccounts, bytes(account));
         if (!owner)
@@ -298,7 +318,8 @@ std::vector<PlanRecord> Store::list_plans() {
 
 std::optional<PlanRecord> Store::find_plan(std::string_view id) {
     if (id.empty() || id.size() > KA_PLAN_ID_MAX_LEN) return std::nullopt;
-    auto v = backend_->read()->get(Table::kPlans, id);
+    auto r = backend_->read();  // what get returns lives as long as the reader
+    auto v = r->get(Table::kPlans, id);
     if (!v) return std::nullopt;
     return plan_from(id, *v);
 }
@@ -314,7 +335,8 @@ FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro) {
 }
 
 std::optional<FxRecord> Store::exchange_rate() {
-    auto v = backend_->read()->get(Table::kMeta, KA_META_FX_USD_INR);
+    auto r = backend_->read();  // what get returns lives as long as the reader
+    auto v = r->get(Table::kMeta, KA_META_FX_USD_INR);
     if (!v) return std::nullopt;
     FxRecord rec;
     if (decode_fx_record(v->data(), v->size(), rec) != DecodeStatus::kOk)

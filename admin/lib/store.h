@@ -82,10 +82,12 @@ public:
 
     CreatedKey create_key(const Id &account, std::string_view name,
                           const std::vector<std::string> &scopes, uint32_t requested_rpm);
-    // `count` keys alike in one transaction (provisioning, load tests).
+    // `count` keys alike in one transaction (provisioning, load tests), at
+    // most max_keys_per_write() (etcd: 40; a caller creating more pages).
     std::vector<CreatedKey> create_keys(const Id &account, std::string_view name,
                                         const std::vector<std::string> &scopes,
                                         uint32_t requested_rpm, size_t count);
+    size_t max_keys_per_write() const;
     // Keys of one account in creation order, starting after `after`.
     KeyPage list_keys(const Id &account, size_t limit, const std::optional<Id> &after);
     // Revokes a key; with `owner`, a key of another account is "not found".

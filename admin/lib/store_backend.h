@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,6 +46,8 @@ public:
     virtual std::unique_ptr<WriteAttempt> begin_write() = 0;
     // How long begin_write may wait for its turn; zero: as long as it takes.
     virtual void set_write_wait_limit(std::chrono::milliseconds limit) = 0;
+    // How many new keys one mutation may hold (the etcd backend's txn limit).
+    virtual size_t max_keys_per_write() const = 0;
 };
 
 }  // namespace keyauth
