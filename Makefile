@@ -61,7 +61,7 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
               etcd-server etcd-client libcurl4-openssl-dev
 
-.PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run bench fuzz fuzz-short clean
+.PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -87,11 +87,12 @@ FUZZ_SECONDS ?= 60
 all: $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
 
 help:
-	@echo "make              build the module, keyauthd and keyauthctl into build/ (installs nothing)"
+	@echo "make              build the module, keyauthd, keyauthctl and keyauth-syncd into build/ (installs nothing)"
 	@echo "make deps         install the Debian packages the build and tests need (idempotent)"
 	@echo "make test         deps, then every test: unit (+ASan/UBSan), fuzzers 5 s each, end-to-end (+ASan), layering"
 	@echo "make test-stress  the suites of make test beside STRESS_LOAD (3) busy loops, STRESS_ROUNDS (1) times"
 	@echo "make run          deps, build, seed var/ and run nginx + keyauthd on 127.0.0.1:8080 (Ctrl-C stops)"
+	@echo "make run-cluster  deps, build, and run 3 etcd members, 2 keyauthd, 2 edges (nginx + syncd) on loopback"
 	@echo "make unit         unit tests (GoogleTest)        make unit-asan  the same under ASan + UBSan"
 	@echo "make e2e          end-to-end tests (prove t/)    make e2e-asan   against sanitizer builds"
 	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (60)"
@@ -251,6 +252,10 @@ test-stress: deps
 run: deps
 	@$(MAKE) --no-print-directory all
 	@nginx_conf/run-demo.sh
+
+run-cluster: deps
+	@$(MAKE) --no-print-directory all
+	@nginx_conf/run-cluster.sh
 
 # Not part of make test: SOAK_SECONDS (600) of load with keys churning.
 soak: deps

@@ -95,6 +95,9 @@ sub new {
         module  => "$BUILD/ngx_http_keyauth_module.so",
         workers => $opt{workers} // 2,
         owner   => $$,
+        # many-edge mode: keyauthctl and keyauthd use etcd; db is this
+        # edge's LMDB mirror, written by keyauth-syncd
+        etcd    => $opt{etcd},
     }, $class;
     push @LIVE, $self;
     weaken $LIVE[-1];
@@ -124,7 +127,8 @@ sub free_port {
 sub ctl_raw {
     my ($self, @args) = @_;
     my $err = "$self->{dir}/ctl.err";
-    my $out = qx{"$self->{ctl}" --db "$self->{db}" --json @{[ map { _q($_) } @args ]} 2>"$err"};
+    my @store = $self->store_args;
+    my $out = qx{"$self->{ctl}" @{[ map { _q($_) } @store ]} --json @{[ map { _q($_) } @args ]} 2>"$err"};
     my $rc = $? >> 8;
     my $stderr = do { local (@ARGV, $/) = ($err); <> } // '';
     my $json = eval { decode_json($out) };
@@ -136,6 +140,12 @@ sub ctl {
     my ($rc, $json, $stderr) = $self->ctl_raw(@args);
     die "keyauthctl @args failed ($rc): $stderr" if $rc != 0;
     return $json;
+}
+
+# Where keyauthctl and keyauthd find the store.
+sub store_args {
+    my $self = shift;
+    return $self->{etcd} ? ('--etcd', $self->{etcd}) : ('--db', $self->{db});
 }
 
 sub _q { my $s = shift; $s =~ s/'/'\\''/g; return "'$s'" }
@@ -300,7 +310,7 @@ sub start_keyauthd {
     my @extra = $o{map_size_mib} ? ('--map-size', $o{map_size_mib}) : ();
     push @extra, @{ $o{args} // [] };
     $self->{keyauthd_port} //= free_port();
-    my @cmd = ("$BUILD/keyauthd", '--db', $self->{db},
+    my @cmd = ("$BUILD/keyauthd", $self->store_args,
                '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra);
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
@@ -350,11 +360,69 @@ sub console_http {
 
 sub console_locations { "include $ROOT/nginx_conf/console_api.conf;" }
 
+# keyauth-syncd mirroring $self->{etcd} into this edge's store (db), with
+# its metrics on a free loopback port; stop_syncd(SIGNAL) stops it (TERM by
+# default). Waits until it listens, not until the mirror is complete: see
+# wait_synced.
+sub start_syncd {
+    my ($self, %o) = @_;
+    $self->{syncd_port} //= free_port();
+    my @cmd = ("$BUILD/keyauth-syncd", '--etcd', $o{etcd} // $self->{etcd}, '--db', $self->{db},
+               '--metrics', "127.0.0.1:$self->{syncd_port}", @{ $o{args} // [] });
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDERR, '>>', "$self->{dir}/logs/syncd.log" or die $!;
+        open STDOUT, '>&', \*STDERR or die $!;
+        exec @cmd;
+        die "exec keyauth-syncd: $!";
+    }
+    $self->{syncd_pid} = $pid;
+    $self->_wait_port($self->{syncd_port}) or die "keyauth-syncd did not start";
+    return $self;
+}
+
+sub stop_syncd {
+    my ($self, $sig) = @_;
+    my $pid = delete $self->{syncd_pid} or return;
+    kill $sig // 'TERM', $pid;
+    waitpid $pid, 0;
+    return $?;
+}
+
+sub syncd_pid { $_[0]{syncd_pid} }
+sub syncd_port { $_[0]{syncd_port} }
+sub syncd_log { my $f = "$_[0]{dir}/logs/syncd.log"; -e $f ? do { local (@ARGV, $/) = ($f); <> } : '' }
+
+# GET /healthz of syncd: (status, decoded body or undef).
+sub syncd_health {
+    my $self = shift;
+    my $res = http_request($self->{syncd_port}, GET => '/healthz');
+    return ($res->{status}, eval { decode_json($res->{body}) });
+}
+
+# A metric of syncd's /metrics (the first sample of that name), or undef.
+sub syncd_metric {
+    my ($self, $name) = @_;
+    my $res = http_request($self->{syncd_port}, GET => '/metrics');
+    return $res->{body} =~ /^\Q$name\E(?:\{[^}]*\})? (\S+)$/m ? $1 + 0 : undef;
+}
+
+# Waits until syncd has applied at least etcd revision $rev (the newest
+# when not given) and says it is healthy.
+sub wait_synced {
+    my ($self, $rev, $timeout) = @_;
+    return wait_until(sub {
+        my ($st, $h) = $self->syncd_health;
+        $st == 200 && $h && (!defined $rev || $h->{revision} >= $rev);
+    }, $timeout // 30, 'syncd to apply revision ' . ($rev // 'any'));
+}
+
 sub DESTROY {
     my $self = shift;
     return unless $self->{owner} == $$;  # not in a forked client
     $self->stop_nginx if $self->{running};
     $self->stop_keyauthd if $self->{keyauthd_pid};
+    $self->stop_syncd if $self->{syncd_pid};
 }
 
 # Raw HTTP/1.1 over a fresh connection, so that tests control every byte
