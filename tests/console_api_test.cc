@@ -1,9 +1,13 @@
-// The console API's handlers against a real store, without HTTP.
+// The console API's handlers against a real store, without HTTP: the same
+// tests on both backends, LMDB (single host) and etcd (many edges, a real
+// member on loopback), since the API must not change with the mode.
 #include "console_api.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "etcd_backend.h"
+#include "etcd_cluster.h"
 #include "temp_dir.h"
 
 using namespace keyauth;
@@ -12,10 +16,32 @@ using nlohmann::json;
 
 namespace {
 
-class ConsoleApiTest : public ::testing::Test {
+enum class Backend { kLmdb, kEtcd };
+
+// One etcd member for every test of the file; each test has its own prefix.
+keyauth::testing::EtcdCluster &shared_etcd() {
+    static auto *cluster = new keyauth::testing::EtcdCluster(1);
+    return *cluster;
+}
+
+std::unique_ptr<StoreBackend> backend_for(Backend kind, TempDir &dir) {
+    if (kind == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir.sub("db"));
+    auto &cluster = shared_etcd();
+    if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
+    static int tests = 0;
+    EtcdBackendOptions o;
+    o.endpoints = cluster.endpoints();
+    o.prefix = "/console-test/" + std::to_string(++tests);
+    std::string error;
+    auto b = EtcdBackend::make(o, error);
+    if (!b) throw std::runtime_error(error);
+    return b;
+}
+
+class ConsoleApiTest : public ::testing::TestWithParam<Backend> {
 protected:
     TempDir dir;
-    Store store{dir.sub("db")};
+    Store store{backend_for(GetParam(), dir)};
     ConsoleApi api{store};
     CreatedAccount alice = store.create_account("alice", 100);
     CreatedAccount bob = store.create_account("bob", 100);
@@ -47,7 +73,7 @@ const char kGood[] = R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":50
 
 }  // namespace
 
-TEST_F(ConsoleApiTest, CreateCapsTheRateAndReturnsTheSecretOnce) {
+TEST_P(ConsoleApiTest, CreateCapsTheRateAndReturnsTheSecretOnce) {
     HttpResponse r = create(alice, kGood);
     ASSERT_EQ(r.status, 201) << r.body;
     json k = parsed(r);
@@ -60,7 +86,7 @@ TEST_F(ConsoleApiTest, CreateCapsTheRateAndReturnsTheSecretOnce) {
     EXPECT_EQ(list.body.find(k["secret"].get<std::string>()), std::string::npos);
 }
 
-TEST_F(ConsoleApiTest, ValidationNamesTheField) {
+TEST_P(ConsoleApiTest, ValidationNamesTheField) {
     struct Case { const char *body; const char *field; } cases[] = {
         {R"({"scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
         {R"({"name":"k","rateLimitPerMinute":5})", "scopes"},
@@ -102,7 +128,7 @@ TEST_F(ConsoleApiTest, ValidationNamesTheField) {
     EXPECT_TRUE(store.list_keys(alice.account.id, 100, std::nullopt).keys.empty());
 }
 
-TEST_F(ConsoleApiTest, NamesKeepOtherUnicode) {
+TEST_P(ConsoleApiTest, NamesKeepOtherUnicode) {
     // neighbours of the refused ranges: U+00A0, U+2029, U+202F, U+2065, U+206A, emoji
     for (const char *name : {"caf\xc3\xa9 \xc2\xa0x", "a\xe2\x80\xa9", "a\xe2\x80\xaf",
                              "a\xe2\x81\xa5", "a\xe2\x81\xaa", "\xf0\x9f\x94\x91 key"}) {
@@ -112,7 +138,7 @@ TEST_F(ConsoleApiTest, NamesKeepOtherUnicode) {
     }
 }
 
-TEST_F(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
+TEST_P(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
     EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "text/plain").status, 415);
     EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "").status, 415);
     EXPECT_EQ(call("POST", "/v1/keys", &alice, kGood, "Application/JSON; charset=utf-8").status, 201);
@@ -126,7 +152,7 @@ TEST_F(ConsoleApiTest, MediaTypeSizeMethodAndRoute) {
     EXPECT_EQ(call("POST", "/v1/keys//revoke", &alice).status, 404);
 }
 
-TEST_F(ConsoleApiTest, AuthenticationComesFirst) {
+TEST_P(ConsoleApiTest, AuthenticationComesFirst) {
     EXPECT_EQ(call("GET", "/v1/keys", nullptr).status, 401);
     EXPECT_EQ(parsed(call("GET", "/v1/keys", nullptr))["error"]["code"], "CONSOLE_TOKEN_REQUIRED");
     HttpRequest r;
@@ -140,7 +166,7 @@ TEST_F(ConsoleApiTest, AuthenticationComesFirst) {
     EXPECT_EQ(call("POST", "/v1/keys", nullptr, "garbage").status, 401) << "no validation before auth";
 }
 
-TEST_F(ConsoleApiTest, RevokeIsScopedToTheCaller) {
+TEST_P(ConsoleApiTest, RevokeIsScopedToTheCaller) {
     json k = parsed(create(bob, kGood));
     std::string path = "/v1/keys/" + k["id"].get<std::string>() + "/revoke";
     HttpResponse cross = call("POST", path, &alice);
@@ -152,7 +178,7 @@ TEST_F(ConsoleApiTest, RevokeIsScopedToTheCaller) {
     EXPECT_EQ(call("POST", "/v1/keys/key_zz/revoke", &bob).status, 404);
 }
 
-TEST_F(ConsoleApiTest, ListPaginates) {
+TEST_P(ConsoleApiTest, ListPaginates) {
     for (int i = 0; i < 5; i++) create(alice, kGood);
     HttpRequest r;
     r.method = "GET";
@@ -171,3 +197,8 @@ TEST_F(ConsoleApiTest, ListPaginates) {
     r.query_limit = "1000";
     EXPECT_EQ(api.handle(r).status, 400);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ConsoleApiTest, ::testing::Values(Backend::kLmdb, Backend::kEtcd),
+                         [](const ::testing::TestParamInfo<Backend> &info) {
+                             return info.param == Backend::kLmdb ? "Lmdb" : "Etcd";
+                         });
