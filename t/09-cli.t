@@ -86,6 +86,11 @@ my @usage_errors = (
     [['fx', 'show', 'now'], qr/unexpected argument "now" after fx show/],
     [['doctor', 'now'], qr/unexpected argument "now" after doctor/],
     [['account', 'list', '--', '--json'], qr/unexpected argument "--json" after account list/],
+    # the two stores, and etcd's options without etcd
+    [['--etcd', 'http://127.0.0.1:1', 'account', 'list'], qr/--db and --etcd name two stores/],
+    [['--etcd-prefix', '/x', 'account', 'list'], qr/--etcd-prefix needs --etcd/],
+    [['--etcd-cacert', '/x', 'init'], qr/--etcd-cacert needs --etcd/],
+    [['doctor', '--etcd', 'http://127.0.0.1:1'], qr/doctor does not take --etcd/],
 );
 
 for my $case (@usage_errors) {
@@ -97,6 +102,21 @@ for my $case (@usage_errors) {
     like $err, $re, "$name: says what is wrong";
     like $err, qr/^usage: keyauthctl/m, "$name: and the usage";
     is $out, '', "$name: nothing on stdout";
+}
+
+# many-edge mode's own mistakes, without --db
+for my $case (
+    [['--etcd', 'ftp://127.0.0.1:1', 'account', 'list'], 2, qr/--etcd: /, 'an endpoint that is not http(s)'],
+    [['--etcd', 'http://127.0.0.1:1', '--etcd-prefix', 'x', 'account', 'list'], 2, qr/prefix/, 'a prefix without "/"'],
+    [['--etcd', 'http://127.0.0.1:1', '--map-size', 64, 'init'], 2, qr/--map-size is for an LMDB store/, '--map-size on etcd'],
+    [['--etcd', 'http://127.0.0.1:' . KeyauthTest::free_port(), 'account', 'list'], 1,
+     qr/etcd read failed \(unavailable\)/, 'no etcd there: the store refused, exit 1'],
+) {
+    my ($args, $code, $re, $name) = @$case;
+    my ($rc, $out, $err) = run_ctl_captured(@$args);
+    is $rc, $code, "keyauthctl --etcd, $name: exit $code";
+    like $err, $re, "... says why" or diag $err;
+    is $out, '', '... nothing on stdout';
 }
 
 # found before the store is opened: nothing is created
@@ -191,6 +211,11 @@ for my $help ('-h', '--help') {
         [[@good, '--max-connections', 0], qr/--max-connections takes a number from 1 to 65536/, '--max-connections 0'],
         [[@good, '--max-connections', 'x'], qr/--max-connections takes/, '--max-connections x'],
         [[@good, "--db"], qr/--db needs a value/, "a missing value"],
+        [[@good, '--etcd', 'http://127.0.0.1:1'], qr/give --db PATH or --etcd/, '--db and --etcd'],
+        [['--listen', "127.0.0.1:$port"], qr/give --db PATH or --etcd/, 'neither --db nor --etcd'],
+        [[@good, '--etcd-prefix', '/p'], qr/need --etcd/, '--etcd-prefix without --etcd'],
+        [['--etcd', 'http://127.0.0.1:1', '--listen', "127.0.0.1:$port", '--map-size', 64],
+         qr/--map-size is for an LMDB store/, '--map-size on etcd'],
     ) {
         my ($args, $msg, $name) = @$case;
         my ($rc, $err) = $run_kd->(@$args);
