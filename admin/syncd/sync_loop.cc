@@ -43,6 +43,7 @@ SyncLoop::SyncLoop(SyncOptions options, Mirror &mirror, Metrics &metrics,
       metrics_(metrics),
       client_(std::move(client)),
       backoff_(options_.backoff_min),
+      apply_backoff_(options_.backoff_min),
       jitter_(std::random_device{}()) {
     if (mirror_.mark()) metrics_.set_applied(mirror_.mark()->revision);
 }
@@ -66,14 +67,14 @@ void SyncLoop::run() noexcept {
             next = round(rebuild_asked);
         } catch (const std::exception &e) {
             // a file system step of a rebuild, LMDB itself (a full map), ...
-            pending_backoff_ = next_backoff();
+            pending_backoff_ = next_backoff(backoff_);
             try {
                 log_event("sync error", {{"error", e.what()}, {"retryInMs", pending_backoff_.count()}});
             } catch (...) {
             }
             next = Next::kBackoff;
         } catch (...) {
-            pending_backoff_ = next_backoff();
+            pending_backoff_ = next_backoff(backoff_);
             next = Next::kBackoff;
         }
         metrics_.set_etcd_up(false);
@@ -137,6 +138,7 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
     if (!s.ok()) return etcd_failed("range", s);
     const size_t records = rb->records();
     mirror_.finish_rebuild(std::move(rb), MirrorMark{revision, cluster_id});
+    apply_backoff_ = options_.backoff_min;
     metrics_.add_rebuild();
     metrics_.set_applied(revision);
     log_event("rebuild finished",
@@ -177,6 +179,7 @@ SyncLoop::Next SyncLoop::watch() {
             failed = std::current_exception();
             return false;
         }
+        apply_backoff_ = options_.backoff_min;
         metrics_.add_events(b.read);
         metrics_.set_applied(mirror_.mark()->revision);
         return !stopping();
@@ -196,7 +199,7 @@ SyncLoop::Next SyncLoop::etcd_failed(const char *call, const etcd::Status &statu
                   {{"call", call}, {"compactRevision", status.compact_revision}, {"message", status.message}});
         return Next::kRebuild;
     }
-    pending_backoff_ = next_backoff();
+    pending_backoff_ = next_backoff(backoff_);
     log_event("etcd error", {{"call", call},
                              {"code", etcd::errc_name(status.code)},
                              {"message", status.message},
@@ -206,7 +209,7 @@ SyncLoop::Next SyncLoop::etcd_failed(const char *call, const etcd::Status &statu
 
 void SyncLoop::apply_failed(const char *during, const std::string &error, int64_t revision) {
     metrics_.add_apply_error();
-    pending_backoff_ = next_backoff();
+    pending_backoff_ = next_backoff(apply_backoff_);
     log_event("apply refused", {{"during", during},
                                 {"error", error},
                                 {"revision", revision},
@@ -214,13 +217,12 @@ void SyncLoop::apply_failed(const char *during, const std::string &error, int64_
                                 {"retryInMs", pending_backoff_.count()}});
 }
 
-// The delay before the next try: the current step with jitter (half to all
-// of it), and the step doubles up to the maximum.
-std::chrono::milliseconds SyncLoop::next_backoff() {
-    const int64_t step = backoff_.count();
-    std::uniform_int_distribution<int64_t> pick(step / 2, step);
+// The current step with jitter (half to all of it); the step doubles up to
+// the maximum.
+std::chrono::milliseconds SyncLoop::next_backoff(std::chrono::milliseconds &step) {
+    std::uniform_int_distribution<int64_t> pick(step.count() / 2, step.count());
     const std::chrono::milliseconds delay(pick(jitter_));
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+    step = std::min(step * 2, options_.backoff_max);
     return delay;
 }
 

@@ -66,7 +66,9 @@ private:
     Next watch();
     Next etcd_failed(const char *call, const etcd::Status &status);
     void apply_failed(const char *during, const std::string &error, int64_t revision);
-    std::chrono::milliseconds next_backoff();
+    // The delay before the next try after a failure that `step` paces; the
+    // step doubles (jitter: half to all of it).
+    std::chrono::milliseconds next_backoff(std::chrono::milliseconds &step);
     void pause(std::chrono::milliseconds how_long);
     bool stopping() const { return stop_.load(); }
 
@@ -77,7 +79,8 @@ private:
     std::atomic<bool> stop_{false};
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::chrono::milliseconds backoff_;
+    std::chrono::milliseconds backoff_;        // etcd failures: reset once a watch is established
+    std::chrono::milliseconds apply_backoff_;  // refused batches: reset once one applies
     std::chrono::milliseconds pending_backoff_{0};  // announced in a log line, then slept
     std::minstd_rand jitter_;
 };
