@@ -24,7 +24,7 @@ GTEST_LIBS := $(shell pkg-config --libs gtest_main 2>/dev/null)
 # The admin library's headers are visible to every program; a program's own
 # headers only to itself (and to the unit tests and fuzzers, which test them).
 INCS       := -Isrc/core -Ilmdb_schema -Iadmin/lib $(PKG_CFLAGS)
-TEST_INCS  := -Iadmin/keyauthd -Iadmin/keyauthctl $(GTEST_CFLAGS)
+TEST_INCS  := -Iadmin/keyauthd -Iadmin/keyauthctl -Iadmin/syncd $(GTEST_CFLAGS)
 # -MMD -MP: each object lists the headers it read (build/**/*.d, included below).
 DEPFLAGS   := -MMD -MP
 CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS)
@@ -42,8 +42,9 @@ CORE_SRCS     := $(wildcard src/core/*.cc)
 LIB_SRCS      := $(wildcard admin/lib/*.cc)
 KEYAUTHD_SRCS := $(wildcard admin/keyauthd/*.cc)
 KEYAUTHCTL_SRCS := $(wildcard admin/keyauthctl/*.cc)
+SYNCD_SRCS    := $(wildcard admin/syncd/*.cc)
 # the programs without their main(), for the unit tests and fuzzers
-PROGRAM_PARTS := $(filter-out %/main.cc,$(KEYAUTHD_SRCS) $(KEYAUTHCTL_SRCS))
+PROGRAM_PARTS := $(filter-out %/main.cc,$(KEYAUTHD_SRCS) $(KEYAUTHCTL_SRCS) $(SYNCD_SRCS))
 TEST_SRCS     := $(wildcard tests/*.cc)
 
 obj = $(patsubst %.cc,$(BUILD)/$(1)/%.o,$(2))
@@ -69,7 +70,7 @@ ASAN_DIR     := $(BUILD)/asan
 NGX_ASAN     := $(CURDIR)/$(BUILD)/nginx-asan
 SAN_CC_OPT   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=all -fPIC -Wextra
-SAN_TOOLS    := $(ASAN_DIR)/keyauthctl $(ASAN_DIR)/keyauthd
+SAN_TOOLS    := $(ASAN_DIR)/keyauthctl $(ASAN_DIR)/keyauthd $(ASAN_DIR)/keyauth-syncd
 
 # libFuzzer targets (clang): every parser that sees untrusted bytes.
 FUZZ_CXX     := clang++
@@ -84,7 +85,7 @@ FUZZ_SECONDS ?= 60
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-all: $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd
+all: $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd
 
 help:
 	@echo "make              build the module, keyauthd, keyauthctl and keyauth-syncd into build/ (installs nothing)"
@@ -193,6 +194,10 @@ $(ASAN_DIR)/keyauthd: $(call obj,san,$(KEYAUTHD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -pthread
 
+$(ASAN_DIR)/keyauth-syncd: $(call obj,san,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -pthread
+
 e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
 
@@ -200,6 +205,9 @@ $(BUILD)/keyauthctl: $(call obj,obj,$(KEYAUTHCTL_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS)
 
 $(BUILD)/keyauthd: $(call obj,obj,$(KEYAUTHD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
+	$(CXX) -o $@ $^ $(LIBS) -pthread
+
+$(BUILD)/keyauth-syncd: $(call obj,obj,$(SYNCD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) -pthread
 
 $(BUILD)/unit_tests: $(TEST_OBJS) $(LIB_OBJS) $(CORE_OBJS)
@@ -218,7 +226,7 @@ unit-asan: $(BUILD)/unit_tests_asan
 e2e: all
 	prove -r -j2 t/
 
-TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/unit_tests \
+TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd $(BUILD)/unit_tests \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 TEST_SUITES := check-layering unit unit-asan fuzz-short e2e e2e-asan
 

@@ -35,6 +35,11 @@
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */
 #define KA_META_CATALOG_VERSION "catalog_version" /* u64, bumped by every plans import */
 #define KA_META_FX_USD_INR      "fx_usd_inr"      /* fx record */
+/* Written only by keyauth-syncd, in the same write transaction as the records
+ * they cover; like schema_version they belong to the environment and are never
+ * mirrored from etcd. */
+#define KA_META_SYNCD_REVISION  "syncd_revision"  /* u64: highest etcd mod_revision applied */
+#define KA_META_CLUSTER_ID      "cluster_id"      /* u64: the etcd cluster mirrored */
 
 #define KA_HASH_LEN 32 /* SHA-256 */
 #define KA_ID_LEN   12 /* 48-bit big-endian creation ms ++ 48 random bits */

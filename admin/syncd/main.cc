@@ -1,0 +1,108 @@
+// keyauth-syncd: the edge host's mirror of etcd, and the only writer of the
+// LMDB store the nginx workers there read (docs/scale-out.md).
+//
+//   keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT] [--allow-remote]
+//                 [--prefix /keyauth/1] [--map-size MIB]
+//                 [--etcd-cacert F] [--etcd-cert F --etcd-key F]
+//
+// The sync loop runs on a thread of its own; the main thread serves
+// /metrics and /healthz (or only waits) until SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "access_log.h"
+#include "http_server.h"
+#include "mirror.h"
+#include "sync_loop.h"
+#include "syncd_log.h"
+#include "syncd_metrics.h"
+#include "syncd_options.h"
+
+namespace {
+
+// Without a listener, the main thread waits for the signal itself: blocked
+// before the sync thread starts (which inherits the mask), taken by sigwait.
+void block_stop_signals(sigset_t &set) {
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    using namespace keyauth::syncd;
+    Options opt = parse_options(argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+    try {
+        Mirror mirror(opt.db, opt.map_size);
+        Metrics metrics;
+        SyncOptions so;
+        so.etcd.endpoints = opt.etcd;
+        so.etcd.ca_file = opt.etcd_cacert;
+        so.etcd.cert_file = opt.etcd_cert;
+        so.etcd.key_file = opt.etcd_key;
+        so.prefix = opt.prefix;
+        std::string error;
+        std::unique_ptr<SyncLoop> loop = SyncLoop::make(so, mirror, metrics, error);
+        if (!loop) {
+            std::cerr << "keyauth-syncd: " << error << "\n";
+            return 1;
+        }
+
+        std::unique_ptr<keyauth::HttpServer> server;
+        sigset_t stop_signals;
+        if (!opt.metrics.empty()) {
+            keyauth::HttpServerLimits limits;  // a scraper or two, never a crowd
+            limits.workers = 2;
+            limits.queue = 16;
+            limits.max_connections = 64;
+            server = std::make_unique<keyauth::HttpServer>(
+                [&metrics](const keyauth::HttpRequest &r) { return metrics.handle(r); }, limits,
+                [](const keyauth::ExchangeLog &x) {
+                    if (x.status >= 400) keyauth::log_exchange(x);  // not every scrape
+                });
+            if (!server->bind(opt.metrics_host, opt.metrics_port, error)) {
+                std::cerr << "keyauth-syncd: cannot listen on " << opt.metrics << ": " << error << "\n";
+                return 1;
+            }
+        } else {
+            block_stop_signals(stop_signals);
+        }
+
+        const auto &mark = mirror.mark();
+        log_event("started", {{"db", opt.db},
+                              {"prefix", opt.prefix},
+                              {"endpoints", opt.etcd},
+                              {"metrics", opt.metrics},
+                              {"appliedRevision", mark ? mark->revision : 0}});
+        std::thread sync([&loop] { loop->run(); });
+        struct Joiner {  // however main leaves, the sync thread is stopped and joined
+            SyncLoop &loop;
+            std::thread &thread;
+            ~Joiner() {
+                loop.stop();
+                if (thread.joinable()) thread.join();
+            }
+        } joiner{*loop, sync};
+        if (server) {
+            server->run();
+        } else {
+            int sig = 0;
+            sigwait(&stop_signals, &sig);
+        }
+        loop->stop();
+        sync.join();
+        log_event("stopped", {{"appliedRevision", metrics.applied_revision()}});
+        return 0;
+    } catch (const std::exception &e) {
+        std::cerr << "keyauth-syncd: " << e.what() << "\n";
+        return 1;
+    }
+}

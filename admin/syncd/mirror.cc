@@ -1,0 +1,239 @@
+#include "mirror.h"
+
+#include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lmdb++.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string_view>
+
+#include "keyauth_schema.h"
+#include "le.h"
+#include "lmdb_backend.h"
+#include "syncd_log.h"
+
+namespace keyauth::syncd {
+namespace {
+
+MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char *>(s.data())}; }
+
+[[noreturn]] void fail(const std::string &what) {
+    throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+// A write transaction that forgets its handle when commit fails (LMDB has
+// freed it then), as lmdb_backend.cc's does.
+class WriteTxn {
+public:
+    explicit WriteTxn(MDB_env *env) {
+        int rc = mdb_txn_begin(env, nullptr, 0, &txn_);
+        if (rc != 0) lmdb::error::raise("mdb_txn_begin", rc);
+    }
+    ~WriteTxn() {
+        if (txn_ != nullptr) mdb_txn_abort(txn_);
+    }
+    WriteTxn(const WriteTxn &) = delete;
+    WriteTxn &operator=(const WriteTxn &) = delete;
+    MDB_txn *handle() const noexcept { return txn_; }
+    void commit() {
+        MDB_txn *txn = txn_;
+        txn_ = nullptr;
+        int rc = mdb_txn_commit(txn);
+        if (rc != 0) lmdb::error::raise("mdb_txn_commit", rc);
+    }
+
+private:
+    MDB_txn *txn_ = nullptr;
+};
+
+void put_u64(MDB_txn *txn, MDB_dbi meta, const char *name, uint64_t value) {
+    unsigned char buf[8];
+    store_le<uint64_t>(buf, value);
+    MDB_val k = val(name), v{sizeof buf, buf};
+    lmdb::dbi_put(txn, meta, &k, &v, 0);
+}
+
+std::optional<uint64_t> get_u64(MDB_txn *txn, MDB_dbi meta, const char *name) {
+    MDB_val k = val(name), v;
+    if (!lmdb::dbi_get(txn, meta, &k, &v) || v.mv_size != 8) return std::nullopt;
+    return load_le<uint64_t>(static_cast<const unsigned char *>(v.mv_data));
+}
+
+void write_mark(MDB_txn *txn, const LmdbTables &tables, const MirrorMark &mark) {
+    put_u64(txn, tables[Table::kMeta], KA_META_SYNCD_REVISION, static_cast<uint64_t>(mark.revision));
+    put_u64(txn, tables[Table::kMeta], KA_META_CLUSTER_ID, mark.cluster_id);
+}
+
+std::optional<MirrorMark> read_mark(MDB_env *env, const LmdbTables &tables) {
+    auto txn = lmdb::txn::begin(env, nullptr, MDB_RDONLY);
+    auto revision = get_u64(txn.handle(), tables[Table::kMeta], KA_META_SYNCD_REVISION);
+    auto cluster = get_u64(txn.handle(), tables[Table::kMeta], KA_META_CLUSTER_ID);
+    if (!revision || !cluster || *revision > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return MirrorMark{static_cast<int64_t>(*revision), *cluster};
+}
+
+bool exists(const std::string &path) {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Gives `target` the owner, group and mode of `model`. A process that may
+// not give the owner away (not root) still sets the group, which is what
+// the nginx workers' access rests on; a group it cannot set is an error.
+void copy_access(const std::string &model, const std::string &target) {
+    struct stat m, t;
+    if (::stat(model.c_str(), &m) != 0) fail("cannot examine " + model);
+    if (::stat(target.c_str(), &t) != 0) fail("cannot examine " + target);
+    if (m.st_uid != t.st_uid || m.st_gid != t.st_gid) {
+        if (::chown(target.c_str(), m.st_uid, m.st_gid) != 0) {
+            if (errno != EPERM || ::chown(target.c_str(), static_cast<uid_t>(-1), m.st_gid) != 0) {
+                fail("cannot give " + target + " the group of " + model);
+            }
+            log_event("rebuild owner kept",
+                      {{"path", target},
+                       {"wantedUid", m.st_uid},
+                       {"reason", "only root may give a file away; group and mode copied"}});
+        }
+    }
+    if (::chmod(target.c_str(), m.st_mode & 07777) != 0) fail("cannot set the mode of " + target);
+}
+
+void fsync_dir(const std::string &dir) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;  // durability only; the swap itself is done
+    (void)::fsync(fd);
+    ::close(fd);
+}
+
+std::string parent_of(const std::string &path) {
+    std::filesystem::path p(path);
+    std::string parent = p.parent_path().string();
+    return parent.empty() ? "." : parent;
+}
+
+std::string normalized(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    if (path.empty()) throw std::invalid_argument("the store path is empty");
+    return path;
+}
+
+void remove_tree(const std::string &dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) throw std::runtime_error("cannot remove " + dir + ": " + ec.message());
+}
+
+}  // namespace
+
+Mirror::Mirror(std::string path, size_t map_size) : path_(normalized(std::move(path))), map_size_(map_size) {
+    const std::string leftover = rebuild_path();
+    if (exists(leftover)) {
+        remove_tree(leftover);
+        log_event("rebuild leftover removed", {{"path", leftover}});
+    }
+    if (exists(path_ + "/data.mdb")) open_live();
+}
+
+Mirror::~Mirror() = default;
+
+void Mirror::open_live() {
+    live_ = std::make_unique<LmdbBackend>(path_, map_size_);
+    mark_ = read_mark(live_->env(), live_->tables());
+}
+
+MDB_env *Mirror::env() const noexcept { return live_ ? live_->env() : nullptr; }
+const LmdbTables *Mirror::tables() const noexcept { return live_ ? &live_->tables() : nullptr; }
+
+void Mirror::apply(const std::vector<RecordChange> &changes, int64_t revision) {
+    if (!live_ || !mark_) throw std::logic_error("the mirror has no complete store to apply to");
+    MirrorMark next = *mark_;
+    next.revision = std::max(next.revision, revision);
+    WriteTxn txn(live_->env());
+    apply_records(txn.handle(), live_->tables(), changes);
+    write_mark(txn.handle(), live_->tables(), next);
+    txn.commit();
+    mark_ = next;
+}
+
+Mirror::Rebuild::~Rebuild() {
+    store_.reset();
+    if (!done_ && !dir_.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+}
+
+void Mirror::Rebuild::add(const std::vector<RecordChange> &changes) {
+    if (changes.empty()) return;
+    WriteTxn txn(store_->env());
+    apply_records(txn.handle(), store_->tables(), changes);
+    txn.commit();
+    records_ += changes.size();
+}
+
+std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
+    std::unique_ptr<Rebuild> rb(new Rebuild());
+    const std::string dir = rebuild_path();
+    if (exists(dir)) remove_tree(dir);
+    if (::mkdir(dir.c_str(), 0700) != 0) fail("cannot create " + dir);
+    rb->dir_ = dir;  // from here on, the Rebuild removes it if it is dropped
+    struct stat live_dir;
+    const bool have_live = ::stat(path_.c_str(), &live_dir) == 0 && S_ISDIR(live_dir.st_mode);
+    if (have_live) {
+        copy_access(path_, dir);
+    } else if (::chmod(dir.c_str(), 02770) != 0) {  // LmdbBackend's mode for a new store
+        fail("cannot set the mode of " + dir);
+    }
+    // Never a smaller map than the live store's: its records must fit.
+    size_t map_size = map_size_;
+    if (live_) {
+        MDB_envinfo info;
+        mdb_env_info(live_->env(), &info);
+        map_size = std::max(map_size, static_cast<size_t>(info.me_mapsize));
+    }
+    rb->store_ = std::make_unique<LmdbBackend>(dir, map_size);
+    for (const char *file : {"/data.mdb", "/lock.mdb"}) {
+        if (exists(path_ + file)) copy_access(path_ + file, dir + file);
+    }
+    return rb;
+}
+
+void Mirror::finish_rebuild(std::unique_ptr<Rebuild> rb, const MirrorMark &mark) {
+    {
+        WriteTxn txn(rb->store_->env());
+        write_mark(txn.handle(), rb->store_->tables(), mark);
+        txn.commit();  // fsync: the new store is complete on disk before it is swapped in
+    }
+    rb->store_.reset();  // closed before it becomes the live store
+
+    if (exists(path_)) {
+        // Both directories stay whole: PATH names the new store from this
+        // instant, PATH.rebuild the old one.
+        if (::renameat2(AT_FDCWD, rb->dir_.c_str(), AT_FDCWD, path_.c_str(), RENAME_EXCHANGE) != 0) {
+            fail("cannot swap " + rb->dir_ + " with " + path_ +
+                 " (renameat2 RENAME_EXCHANGE; the file system must support it)");
+        }
+    } else if (::rename(rb->dir_.c_str(), path_.c_str()) != 0) {
+        fail("cannot rename " + rb->dir_ + " to " + path_);
+    }
+    fsync_dir(parent_of(path_));
+    rb->done_ = true;  // the old store, if any, is now at rebuild_path()
+
+    live_.reset();
+    mark_.reset();
+    open_live();
+    std::error_code ec;
+    std::filesystem::remove_all(rebuild_path(), ec);
+    if (ec) {
+        log_event("old store not removed", {{"path", rebuild_path()}, {"error", ec.message()}});
+    }
+}
+
+}  // namespace keyauth::syncd

@@ -1,0 +1,44 @@
+// What keyauth-syncd applies of what it reads from etcd: the LMDB record
+// changes that etcd keys and watch events stand for. Pure functions, no I/O.
+//
+// Skipped, never applied: keys that name no table record (the etcd backend's
+// own "<prefix>/last/..." records, an unknown table, a malformed key), records
+// of derived tables (keys, account_keys: the etcd backend keeps them as its
+// own index records; LMDB computes them from keys_by_hash when the record is
+// applied), and meta names that belong to an environment (schema_version,
+// syncd_revision, cluster_id).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "etcd_codec.h"
+#include "mutation.h"
+
+namespace keyauth::syncd {
+
+// The change an etcd key stands for: a put with `value`, a delete without;
+// none when the key is to be skipped.
+std::optional<RecordChange> record_change(std::string_view prefix, std::string_view etcd_key,
+                                          std::optional<std::string> value);
+
+// What one watch response or one range page comes to.
+struct Batch {
+    std::vector<RecordChange> changes;  // in the order etcd sent them
+    int64_t revision = 0;  // the highest mod_revision among them, skipped ones included
+    size_t read = 0;       // events or key-values read
+    size_t skipped = 0;    // of those, how many name nothing to apply
+};
+
+Batch batch_of_events(std::string_view prefix, const std::vector<etcd::Event> &events);
+Batch batch_of_kvs(std::string_view prefix, const std::vector<etcd::KeyValue> &kvs);
+
+// "<prefix>/": the range syncd reads and watches (a sibling prefix such as
+// "/keyauth/10" stays out).
+std::string watched_prefix(std::string_view prefix);
+
+}  // namespace keyauth::syncd

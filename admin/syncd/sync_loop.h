@@ -1,0 +1,88 @@
+// The etcd side of keyauth-syncd: keeps the Mirror in step with the etcd
+// prefix (DESIGN.md, "Scale-out"), on a thread of its own with a Client of
+// its own.
+//
+// Each round asks a member for its status (the cluster id), rebuilds the
+// store when it holds no complete snapshot, comes from another cluster or
+// the watch found its revision compacted, then watches the prefix from the
+// revision after the one applied, with progress notifications, applying each
+// watch response as one LMDB transaction. A watch that ends (member gone,
+// no leader, silence) is retried with backoff: 100 ms doubling to 5 s, with
+// jitter, reset once a watch is established; the client moves on to the next
+// endpoint itself. A batch the store refuses (a record layout this build
+// cannot read) is logged, counted and retried with backoff, never skipped:
+// the edge stays visibly behind.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include "etcd_client.h"
+#include "mirror.h"
+#include "syncd_metrics.h"
+
+namespace keyauth::syncd {
+
+struct SyncOptions {
+    etcd::ClientOptions etcd;
+    std::string prefix = "/keyauth/1";
+    int64_t page_size = 1000;  // keys per range page of a rebuild (one LMDB txn each)
+    std::chrono::milliseconds backoff_min{100};
+    std::chrono::milliseconds backoff_max{5000};
+    // A watch that hears nothing for this long is given up and made again
+    // (etcd sends a progress notification about every second).
+    std::chrono::milliseconds watch_silence{5000};
+};
+
+class SyncLoop {
+public:
+    // nullptr with a reason when the etcd client cannot be made.
+    static std::unique_ptr<SyncLoop> make(SyncOptions options, Mirror &mirror, Metrics &metrics,
+                                          std::string &error);
+    ~SyncLoop();
+    SyncLoop(const SyncLoop &) = delete;
+    SyncLoop &operator=(const SyncLoop &) = delete;
+
+    // Mirrors until stop(). Never throws: an unexpected error is logged and
+    // the round retried after a backoff.
+    void run() noexcept;
+    // From any thread: run() returns soon after (the etcd call in progress
+    // is canceled at once).
+    void stop() noexcept;
+
+private:
+    enum class Next { kWatch, kRebuild, kBackoff, kStop };
+
+    SyncLoop(SyncOptions options, Mirror &mirror, Metrics &metrics, std::unique_ptr<etcd::Client> client);
+
+    Next round(bool rebuild_asked);
+    Next rebuild(uint64_t cluster_id, const char *reason);
+    Next watch();
+    Next etcd_failed(const char *call, const etcd::Status &status);
+    void apply_failed(const char *during, const std::string &error, int64_t revision);
+    // The delay before the next try after a failure that `step` paces; the
+    // step doubles (jitter: half to all of it).
+    std::chrono::milliseconds next_backoff(std::chrono::milliseconds &step);
+    void pause(std::chrono::milliseconds how_long);
+    bool stopping() const { return stop_.load(); }
+
+    SyncOptions options_;
+    Mirror &mirror_;
+    Metrics &metrics_;
+    std::unique_ptr<etcd::Client> client_;
+    std::atomic<bool> stop_{false};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::chrono::milliseconds backoff_;        // etcd failures: reset once a watch is established
+    std::chrono::milliseconds apply_backoff_;  // refused batches: reset once one applies
+    std::chrono::milliseconds pending_backoff_{0};  // announced in a log line, then slept
+    std::minstd_rand jitter_;
+};
+
+}  // namespace keyauth::syncd

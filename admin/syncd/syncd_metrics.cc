@@ -1,0 +1,106 @@
+#include "syncd_metrics.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+
+namespace keyauth::syncd {
+namespace {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Metrics::Clock::now().time_since_epoch())
+        .count();
+}
+
+void metric(std::string &out, const char *name, const char *type, const char *help,
+            const std::string &value) {
+    out += "# HELP ";
+    out += name;
+    out += ' ';
+    out += help;
+    out += "\n# TYPE ";
+    out += name;
+    out += ' ';
+    out += type;
+    out += '\n';
+    out += name;
+    out += ' ';
+    out += value;
+    out += '\n';
+}
+
+std::string seconds_text(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", s);
+    return buf;
+}
+
+}  // namespace
+
+Metrics::Metrics() : last_heard_ns_(now_ns()) {}
+
+void Metrics::set_applied(int64_t revision) {
+    applied_.store(revision, std::memory_order_release);
+    complete_.store(true, std::memory_order_release);
+}
+
+void Metrics::heard() { last_heard_ns_.store(now_ns(), std::memory_order_relaxed); }
+
+double Metrics::lag_seconds() const {
+    const int64_t ns = now_ns() - last_heard_ns_.load(std::memory_order_relaxed);
+    return ns > 0 ? static_cast<double>(ns) / 1e9 : 0.0;
+}
+
+std::string Metrics::text() const {
+    std::string out;
+    metric(out, "keyauth_syncd_applied_revision", "gauge",
+           "Highest etcd mod_revision applied to the edge's LMDB store (0 before the first snapshot).",
+           std::to_string(applied_revision()));
+    metric(out, "keyauth_syncd_lag_seconds", "gauge",
+           "Seconds since etcd last sent an event or a progress notification for the watched prefix (since start if never).",
+           seconds_text(lag_seconds()));
+    metric(out, "keyauth_syncd_events_total", "counter",
+           "Watch events applied (records skipped as not mirrored included).",
+           std::to_string(events()));
+    metric(out, "keyauth_syncd_rebuilds_total", "counter",
+           "Complete rebuilds of the store from an etcd snapshot, swapped in.",
+           std::to_string(rebuilds()));
+    metric(out, "keyauth_syncd_etcd_up", "gauge", "1 while a watch on etcd is established, else 0.",
+           etcd_up() ? "1" : "0");
+    metric(out, "keyauth_syncd_apply_errors_total", "counter",
+           "Batches the store refused (a record layout this build cannot read); the edge stays behind until a newer build.",
+           std::to_string(apply_errors()));
+    return out;
+}
+
+HttpResponse Metrics::handle(const HttpRequest &request) const noexcept {
+    try {
+        const bool known = request.path == "/metrics" || request.path == "/healthz";
+        if (!known) return json_error(404, "NOT_FOUND", "no such path: /metrics and /healthz only");
+        if (request.method != "GET") {
+            HttpResponse r = json_error(405, "METHOD_NOT_ALLOWED", "only GET is allowed here");
+            r.headers.emplace_back("Allow", "GET");
+            return r;
+        }
+        if (request.path == "/metrics") {
+            HttpResponse r;
+            r.status = 200;
+            r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            r.body = text();
+            return r;
+        }
+        if (!complete()) {
+            return json_error(503, "NOT_READY", "the store holds no complete snapshot of etcd yet");
+        }
+        nlohmann::ordered_json body = {{"revision", applied_revision()},
+                                       {"lagSeconds", std::round(lag_seconds() * 1000.0) / 1000.0}};
+        return json_response(200, body.dump());
+    } catch (...) {  // std::bad_alloc: an answer the server can still send
+        HttpResponse r;
+        r.status = 500;
+        return r;
+    }
+}
+
+}  // namespace keyauth::syncd

@@ -1,0 +1,58 @@
+// keyauth-syncd's counters and gauges, and what it serves on --metrics:
+// GET /metrics (Prometheus text) and GET /healthz. The sync loop writes
+// them, HTTP workers read them: every field is an atomic.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "http_exchange.h"
+
+namespace keyauth::syncd {
+
+class Metrics {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // The lag clock starts now: until etcd says something, the lag is the
+    // time since start.
+    Metrics();
+
+    // The store holds a complete snapshot up to `revision` (a mark exists
+    // and the cluster id is known): /healthz answers 200 from now on.
+    void set_applied(int64_t revision);
+    // etcd spoke about the watched range: events, or a progress notification.
+    void heard();
+    void add_events(uint64_t count) { events_.fetch_add(count, std::memory_order_relaxed); }
+    void add_rebuild() { rebuilds_.fetch_add(1, std::memory_order_relaxed); }
+    void add_apply_error() { apply_errors_.fetch_add(1, std::memory_order_relaxed); }
+    void set_etcd_up(bool up) { etcd_up_.store(up, std::memory_order_relaxed); }
+
+    bool complete() const { return complete_.load(std::memory_order_acquire); }
+    int64_t applied_revision() const { return applied_.load(std::memory_order_acquire); }
+    double lag_seconds() const;
+    uint64_t events() const { return events_.load(std::memory_order_relaxed); }
+    uint64_t rebuilds() const { return rebuilds_.load(std::memory_order_relaxed); }
+    uint64_t apply_errors() const { return apply_errors_.load(std::memory_order_relaxed); }
+    bool etcd_up() const { return etcd_up_.load(std::memory_order_relaxed); }
+
+    // Prometheus text exposition format 0.0.4, with # HELP and # TYPE.
+    std::string text() const;
+
+    // GET /metrics, GET /healthz; 404 for another path, 405 for another
+    // method. Never throws (an HttpServer handler).
+    HttpResponse handle(const HttpRequest &request) const noexcept;
+
+private:
+    std::atomic<int64_t> applied_{0};
+    std::atomic<bool> complete_{false};
+    std::atomic<int64_t> last_heard_ns_;  // Clock's time since its epoch
+    std::atomic<uint64_t> events_{0};
+    std::atomic<uint64_t> rebuilds_{0};
+    std::atomic<uint64_t> apply_errors_{0};
+    std::atomic<bool> etcd_up_{false};
+};
+
+}  // namespace keyauth::syncd

@@ -1,0 +1,26 @@
+// keyauth-syncd's command line. Anything it does not know, a value missing or
+// out of range, or an option given twice is a usage error: exit 2 with the
+// usage.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace keyauth::syncd {
+
+struct Options {
+    std::vector<std::string> etcd;  // endpoints, as parsed from --etcd
+    std::string db;
+    std::string metrics;       // as given, for messages; empty: no HTTP listener
+    std::string metrics_host;  // brackets of an IPv6 address removed
+    int metrics_port = 0;
+    std::string prefix = "/keyauth/1";
+    std::string etcd_cacert, etcd_cert, etcd_key;
+    size_t map_size = 0;  // bytes; 0: as the store was written
+};
+
+// Exits 0 after printing the usage for -h/--help, 2 on a usage error.
+Options parse_options(int argc, char **argv);
+
+}  // namespace keyauth::syncd

@@ -1,0 +1,371 @@
+// keyauth-syncd's sync loop against real etcd members on loopback
+// (tests/etcd_cluster.h; no mocks): the first rebuild mirrors every record,
+// live events follow, compaction and another cluster rebuild, refused
+// records hold the edge back visibly. Every wait is on a condition with a
+// deadline; the store is read while the loop is stopped (it is the only
+// writer, and one process must not open an environment twice while it
+// writes), except for a reader snapshot held across a swap on purpose.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "etcd_client.h"
+#include "etcd_cluster.h"
+#include "etcd_keyspace.h"
+#include "mirror.h"
+#include "record_changes.h"
+#include "sync_loop.h"
+#include "syncd_fixtures.h"
+#include "syncd_metrics.h"
+#include "temp_dir.h"
+
+using namespace keyauth;
+using namespace keyauth::syncd;
+using keyauth::testing::Dump;
+using keyauth::testing::EtcdCluster;
+using keyauth::testing::TempDir;
+namespace kt = keyauth::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kPrefix = "/keyauth/1";
+
+std::unique_ptr<etcd::Client> connect(const EtcdCluster &etcd) {
+    etcd::ClientOptions o;
+    o.endpoints = etcd.endpoint_list();
+    std::string error;
+    auto c = etcd::Client::make(o, error);
+    EXPECT_NE(c, nullptr) << error;
+    return c;
+}
+
+// Puts a record (value) or deletes it (none); returns the revision.
+int64_t write(etcd::Client &c, Table table, const std::string &key, std::optional<std::string> value) {
+    const std::string k = etcd_record_key(kPrefix, table, key);
+    if (value) {
+        etcd::PutResponse out;
+        etcd::Status s = c.put({k, *value}, out);
+        EXPECT_TRUE(s.ok()) << s.message;
+        return out.header.revision;
+    }
+    etcd::DeleteRangeResponse out;
+    etcd::DeleteRangeRequest d;
+    d.key = k;
+    etcd::Status s = c.delete_range(d, out);
+    EXPECT_TRUE(s.ok()) << s.message;
+    return out.header.revision;
+}
+
+int64_t put_raw(etcd::Client &c, const std::string &key, const std::string &value) {
+    etcd::PutResponse out;
+    etcd::Status s = c.put({key, value}, out);
+    EXPECT_TRUE(s.ok()) << s.message;
+    return out.header.revision;
+}
+
+// Several records in one etcd txn (one revision), as the etcd backend writes.
+int64_t write_txn(etcd::Client &c, const std::vector<RecordChange> &changes) {
+    etcd::TxnRequest t;
+    for (const RecordChange &ch : changes) {
+        const std::string k = etcd_record_key(kPrefix, ch.table, ch.key);
+        if (ch.value) {
+            t.success.push_back(etcd::PutRequest{k, *ch.value});
+        } else {
+            etcd::DeleteRangeRequest d;
+            d.key = k;
+            t.success.push_back(d);
+        }
+    }
+    etcd::TxnResponse out;
+    etcd::Status s = c.txn(t, out);
+    EXPECT_TRUE(s.ok()) << s.message;
+    EXPECT_TRUE(out.succeeded);
+    return out.header.revision;
+}
+
+// Every record the prefix holds, as the changes syncd would apply, in key
+// order (the order a range reads them).
+std::vector<RecordChange> etcd_records(etcd::Client &c) {
+    etcd::RangeRequest r;
+    r.key = watched_prefix(kPrefix);
+    r.range_end = etcd::prefix_range_end(r.key);
+    std::vector<RecordChange> out;
+    etcd::Status s = c.range_all(r, 1000, [&](const etcd::RangeResponse &page) {
+        Batch b = batch_of_kvs(kPrefix, page.kvs);
+        out.insert(out.end(), b.changes.begin(), b.changes.end());
+        return true;
+    });
+    EXPECT_TRUE(s.ok()) << s.message;
+    return out;
+}
+
+// The store must hold exactly what applying etcd's records gives (derived
+// tables included), and each primary record with etcd's bytes.
+void expect_mirrors(etcd::Client &c, Mirror &m) {
+    ASSERT_NE(m.env(), nullptr);
+    const std::vector<RecordChange> records = etcd_records(c);
+    const Dump mine = kt::dump_env(m.env());
+    for (const RecordChange &r : records) {
+        auto table = mine.find(table_name(r.table));
+        ASSERT_NE(table, mine.end());
+        auto it = table->second.find(r.key);
+        ASSERT_NE(it, table->second.end()) << table_name(r.table) << " record missing";
+        EXPECT_EQ(it->second, *r.value) << table_name(r.table) << " record differs";
+    }
+    TempDir ref;
+    EXPECT_EQ(kt::without_mark(mine), kt::applied(records, ref.sub("db")));
+}
+
+// A SyncLoop on its own thread; stopped and joined when it goes.
+class Running {
+public:
+    Running(const EtcdCluster &etcd, Mirror &mirror, Metrics &metrics) {
+        SyncOptions o;
+        o.etcd.endpoints = etcd.endpoint_list();
+        o.prefix = kPrefix;
+        o.page_size = 7;  // several pages, several chunks
+        std::string error;
+        loop_ = SyncLoop::make(o, mirror, metrics, error);
+        EXPECT_NE(loop_, nullptr) << error;
+        if (loop_) thread_ = std::thread([this] { loop_->run(); });
+    }
+    ~Running() { stop(); }
+    void stop() {
+        if (loop_) loop_->stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    std::unique_ptr<SyncLoop> loop_;
+    std::thread thread_;
+};
+
+// A populated prefix: accounts, keys, a token, plans, meta records, and what
+// syncd must skip (the etcd backend's own last/ and index records, a meta
+// name of the environment).
+int64_t populate(etcd::Client &c, unsigned accounts, unsigned keys_per_account) {
+    int64_t rev = 0;
+    for (unsigned a = 1; a <= accounts; ++a) {
+        rev = write(c, Table::kAccounts, kt::id_bytes(kt::test_id(a)), kt::account_record("acct " + std::to_string(a)));
+        for (unsigned k = 0; k < keys_per_account; ++k) {
+            unsigned key = a * 100 + k;
+            rev = write(c, Table::kKeysByHash, kt::test_hash(key), kt::key_record(key, a));
+            // the etcd backend's own index records: never applied as they are
+            rev = write(c, Table::kKeys, kt::id_bytes(kt::test_id(key)), "not a hash");
+            rev = write(c, Table::kAccountKeys, kt::id_bytes(kt::test_id(a)) + kt::id_bytes(kt::test_id(key)),
+                        "not a hash either");
+        }
+    }
+    rev = write(c, Table::kConsoleTokens, kt::test_hash(7777), encode_token_record(kt::test_id(1)));
+    rev = write(c, Table::kPlans, "basic", kt::plan_record("basic", 49900));
+    rev = write(c, Table::kPlans, "pro", kt::plan_record("pro", 99900));
+    rev = write(c, Table::kMeta, KA_META_CATALOG_VERSION, kt::u64_le(2));
+    rev = write(c, Table::kMeta, KA_META_FX_USD_INR, encode_fx_record(FxRecord{83123456, 1'760'000'000'000}));
+    rev = write(c, Table::kMeta, KA_META_SCHEMA_VERSION, std::string("\x63\0\0\0", 4));
+    rev = write(c, Table::kMeta, KA_META_SYNCD_REVISION, kt::u64_le(1));
+    rev = put_raw(c, etcd_last_key_record(kPrefix, Table::kKeys), "last");
+    return rev;
+}
+
+// What syncd must never let through as it came.
+void expect_skipped_records_absent(Mirror &m) {
+    const Dump d = kt::dump_env(m.env());
+    for (const auto &[key, value] : d.at(KA_DB_KEYS)) {
+        EXPECT_NE(value, "not a hash");
+        EXPECT_EQ(value.size(), static_cast<size_t>(KA_HASH_LEN));
+    }
+    for (const auto &[key, value] : d.at(KA_DB_ACCOUNT_KEYS)) EXPECT_NE(value, "not a hash either");
+    EXPECT_EQ(d.at(KA_DB_META).at(KA_META_SCHEMA_VERSION), std::string("\x01\0\0\0", 4));
+    EXPECT_NE(d.at(KA_DB_META).at(KA_META_SYNCD_REVISION), kt::u64_le(1));
+    for (const auto &[table, records] : d) {
+        for (const auto &[key, value] : records) EXPECT_NE(value, "last") << table;
+    }
+}
+
+HttpRequest healthz() {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = "/healthz";
+    return r;
+}
+
+bool applied_at_least(const Metrics &m, int64_t revision) {
+    return m.complete() && m.applied_revision() >= revision;
+}
+
+}  // namespace
+
+TEST(SyncdLoop, TheFirstRebuildMirrorsEveryRecordThenLiveEventsFollow) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    const int64_t populated = populate(*c, 4, 5);
+
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    Metrics metrics;
+    EXPECT_EQ(metrics.handle(healthz()).status, 503);
+    {
+        Running run(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, populated); }, 30s))
+            << "applied " << metrics.applied_revision();
+        EXPECT_EQ(metrics.rebuilds(), 1u);
+        EXPECT_EQ(metrics.handle(healthz()).status, 200);
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.etcd_up(); }, 10s));
+
+        // live: a new key and its account in one txn, a revocation (a put of
+        // the changed record), a deletion, a plan change
+        int64_t rev = write_txn(*c, {{Table::kAccounts, kt::id_bytes(kt::test_id(9)), kt::account_record("new")},
+                                     {Table::kKeysByHash, kt::test_hash(900), kt::key_record(900, 9)}});
+        rev = write(*c, Table::kKeysByHash, kt::test_hash(100), kt::key_record(100, 1, /*revoked=*/true));
+        rev = write(*c, Table::kKeysByHash, kt::test_hash(101), std::nullopt);
+        rev = write(*c, Table::kPlans, "pro", std::nullopt);
+        const uint64_t events_before = metrics.events();
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= rev; }, 20s))
+            << "applied " << metrics.applied_revision() << " of " << rev;
+        EXPECT_GE(metrics.events(), 5u);
+        (void)events_before;
+        EXPECT_EQ(metrics.rebuilds(), 1u) << "events, not a rebuild";
+        // a change that names nothing to apply still advances the revision
+        int64_t skipped = put_raw(*c, etcd_last_key_record(kPrefix, Table::kAccounts), "last");
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= skipped; }, 20s));
+        // progress notifications (about every second) keep the lag low
+        // while nothing changes
+        const auto quiet_since = std::chrono::steady_clock::now();
+        ASSERT_TRUE(kt::wait_until(
+            [&] {
+                return std::chrono::steady_clock::now() - quiet_since > 2500ms && metrics.lag_seconds() < 1.9;
+            },
+            15s))
+            << "lag " << metrics.lag_seconds();
+        EXPECT_TRUE(metrics.etcd_up());
+    }
+    EXPECT_FALSE(metrics.etcd_up());
+    expect_mirrors(*c, mirror);
+    expect_skipped_records_absent(mirror);
+    const Dump d = kt::dump_env(mirror.env());
+    EXPECT_EQ(d.at(KA_DB_KEYS).at(kt::id_bytes(kt::test_id(900))), kt::test_hash(900));
+    EXPECT_EQ(d.at(KA_DB_KEYS).count(kt::id_bytes(kt::test_id(101))), 0u);
+    EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).at(kt::test_hash(100)), kt::key_record(100, 1, true));
+    EXPECT_EQ(d.at(KA_DB_PLANS).count("pro"), 0u);
+    EXPECT_EQ(mirror.mark()->revision, metrics.applied_revision());
+}
+
+TEST(SyncdLoop, CompactionPastTheAppliedRevisionRebuildsUnderAReader) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    int64_t rev = populate(*c, 2, 3);
+
+    TempDir dir;
+    const std::string path = dir.sub("db");
+    Mirror mirror(path, 0);
+    {
+        Metrics metrics;
+        Running run(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev); }, 30s));
+    }
+    const int64_t before = mirror.mark()->revision;
+    const Dump old_data = kt::dump_env(mirror.env());
+
+    // while syncd is away: writes, then a compaction past its revision
+    rev = write(*c, Table::kPlans, "basic", std::nullopt);
+    rev = write(*c, Table::kPlans, "enterprise", kt::plan_record("enterprise", 999900));
+    rev = write(*c, Table::kKeysByHash, kt::test_hash(100), kt::key_record(100, 1, true));
+    etcd::CompactionResponse compacted;
+    ASSERT_TRUE(c->compact(rev, true, compacted).ok());
+
+    kt::Reader old_reader(path);  // an nginx worker's snapshot, held across the swap
+    ASSERT_TRUE(old_reader.ok());
+    old_reader.hold();
+    const ino_t data_inode = kt::inode_of(path + "/data.mdb");
+
+    Metrics metrics;
+    {
+        Running run(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.rebuilds() == 1 && applied_at_least(metrics, rev); }, 30s))
+            << "rebuilds " << metrics.rebuilds() << ", applied " << metrics.applied_revision();
+    }
+    EXPECT_GT(mirror.mark()->revision, before);
+    EXPECT_EQ(kt::without_mark(old_reader.held()), kt::without_mark(old_data))
+        << "the old snapshot still reads the old data";
+    EXPECT_NE(kt::inode_of(path + "/data.mdb"), data_inode);
+    kt::Reader new_reader(path);
+    ASSERT_TRUE(new_reader.ok());
+    const Dump fresh = new_reader.now();
+    EXPECT_EQ(fresh.at(KA_DB_PLANS).count("enterprise"), 1u);
+    EXPECT_EQ(fresh.at(KA_DB_PLANS).count("basic"), 0u);
+    expect_mirrors(*c, mirror);
+    expect_skipped_records_absent(mirror);
+    EXPECT_FALSE(std::filesystem::exists(mirror.rebuild_path()));
+}
+
+TEST(SyncdLoop, AnotherClusterIsRebuiltFromNotMixedIn) {
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    uint64_t first_cluster = 0;
+    {
+        EtcdCluster a(1);
+        ASSERT_TRUE(a.ok()) << a.error();
+        auto c = connect(a);
+        ASSERT_NE(c, nullptr);
+        int64_t rev = populate(*c, 3, 2);
+        // history far ahead of the next cluster's, so revisions alone would mislead
+        for (int i = 0; i < 30; ++i) rev = write(*c, Table::kPlans, "churn", kt::plan_record("churn", 100 + i));
+        Metrics metrics;
+        Running run(a, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev); }, 30s));
+        run.stop();
+        first_cluster = mirror.mark()->cluster_id;
+    }
+    EtcdCluster b(1);
+    ASSERT_TRUE(b.ok()) << b.error();
+    auto c = connect(b);
+    ASSERT_NE(c, nullptr);
+    int64_t rev = write(*c, Table::kPlans, "only-in-b", kt::plan_record("only-in-b", 1));
+    ASSERT_LT(rev, mirror.mark()->revision);
+    Metrics metrics;
+    {
+        Running run(b, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.rebuilds() == 1; }, 30s));
+        int64_t later = write(*c, Table::kAccounts, kt::id_bytes(kt::test_id(5)), kt::account_record("b"));
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= later; }, 20s));
+    }
+    EXPECT_NE(mirror.mark()->cluster_id, first_cluster);
+    expect_mirrors(*c, mirror);
+    const Dump d = kt::dump_env(mirror.env());
+    EXPECT_EQ(d.at(KA_DB_PLANS).count("churn"), 0u);
+    EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).size(), 0u);
+}
+
+TEST(SyncdLoop, ARefusedRecordHoldsTheEdgeBackVisiblyAndIsNeverSkipped) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    int64_t good = write(*c, Table::kPlans, "basic", kt::plan_record("basic", 49900));
+
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    Metrics metrics;
+    Running run(etcd, mirror, metrics);
+    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, good); }, 30s));
+    int64_t bad = write(*c, Table::kKeysByHash, kt::test_hash(5), kt::unknown_layout_key_record());
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.apply_errors() >= 3; }, 20s))
+        << "refused, then refused again after a backoff";
+    // the backoff grows (100, 200, 400 ms...) though each retry makes a new watch
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t errors = metrics.apply_errors();
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.apply_errors() >= errors + 2; }, 20s));
+    EXPECT_GT(std::chrono::steady_clock::now() - t0, 300ms);
+    EXPECT_LT(metrics.applied_revision(), bad);
+    EXPECT_EQ(metrics.handle(healthz()).status, 200) << "behind, but serving its copy";
+    run.stop();
+    EXPECT_LT(mirror.mark()->revision, bad);
+    EXPECT_EQ(kt::dump_env(mirror.env()).at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(5)), 0u);
+}
