@@ -36,6 +36,7 @@ my ($ARCH) = $Config{archname} =~ /^([^-]+)/;
 # blocks run last-defined first, and this one is defined after File::Temp's).
 my @LIVE;
 END {
+    local $?;  # the members' exit statuses are not the test's
     for my $c (grep { defined } @LIVE) {
         $c->DESTROY;
     }
@@ -221,6 +222,7 @@ sub etcdctl {
 
 sub DESTROY {
     my $self = shift;
+    local $?;  # waitpid here must not become the test's exit status
     return unless ($self->{owner} // 0) == $$;  # not in a forked child
     $self->stop_all;
 }
