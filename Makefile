@@ -62,7 +62,7 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
               etcd-server etcd-client libcurl4-openssl-dev
 
-.PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench fuzz fuzz-short clean
+.PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -99,6 +99,7 @@ help:
 	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (60)"
 	@echo "make check-layering  fail if a file includes across a layer it must not"
 	@echo "make bench        wrk + callgrind against peers (bench/RESULTS.md)"
+	@echo "make bench-edges  many-edge figures: revocation propagation, syncd catch-up, bootstrap at 1M keys"
 	@echo "make soak         SOAK_SECONDS (600) of load with keys churning"
 	@echo "make clean        remove build/"
 
@@ -273,6 +274,10 @@ soak: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
+
+bench-edges: deps
+	@$(MAKE) --no-print-directory all
+	@bench/many-edges.pl
 
 clean:
 	rm -rf $(BUILD)

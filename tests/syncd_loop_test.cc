@@ -369,3 +369,51 @@ TEST(SyncdLoop, ARefusedRecordHoldsTheEdgeBackVisiblyAndIsNeverSkipped) {
     EXPECT_LT(mirror.mark()->revision, bad);
     EXPECT_EQ(kt::dump_env(mirror.env()).at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(5)), 0u);
 }
+
+TEST(SyncdLoop, FailsOverToAnotherMemberAndWaitsOutAnOutage) {
+    EtcdCluster etcd(3);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    int64_t rev = write(*c, Table::kPlans, "basic", kt::plan_record("basic", 49900));
+
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    Metrics metrics;
+    Running run(etcd, mirror, metrics);
+    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev) && metrics.etcd_up(); }, 30s));
+
+    // the member syncd started on goes: the watch moves to another one
+    etcd.kill(0);
+    auto write_until_ok = [&](const std::string &plan) {
+        int64_t r = 0;
+        kt::wait_until(
+            [&] {
+                etcd::PutResponse out;
+                etcd::Status s = c->put({etcd_record_key(kPrefix, Table::kPlans, plan), kt::plan_record(plan, 1)}, out);
+                r = out.header.revision;
+                return s.ok();
+            },
+            30s);
+        return r;
+    };
+    rev = write_until_ok("after-kill");
+    ASSERT_GT(rev, 0);
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= rev; }, 30s));
+    EXPECT_EQ(metrics.rebuilds(), 1u) << "a new watch from the next revision, no rebuild";
+
+    // every member left silent: the edge keeps its copy, and says it is stale
+    etcd.stop(1);
+    etcd.stop(2);
+    ASSERT_TRUE(kt::wait_until([&] { return !metrics.etcd_up(); }, 20s));
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.lag_seconds() > 2.0; }, 20s));
+    EXPECT_EQ(metrics.handle(healthz()).status, 200);
+    etcd.resume(1);
+    etcd.resume(2);
+    rev = write_until_ok("after-outage");
+    ASSERT_GT(rev, 0);
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= rev && metrics.etcd_up(); }, 30s));
+    run.stop();
+    EXPECT_EQ(metrics.rebuilds(), 1u);
+    expect_mirrors(*c, mirror);
+}

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "edge_store.h"
 #include "etcd_keyspace.h"
 #include "mirror.h"
 #include "record_changes.h"
@@ -322,4 +323,23 @@ TEST(SyncdMirror, AnAbandonedRebuildLeavesTheLiveStoreAndNoDirectory) {
     EXPECT_FALSE(std::filesystem::exists(m.rebuild_path()));
     EXPECT_EQ(kt::dump_env(m.env()), before);
     EXPECT_EQ(m.mark()->revision, 5);
+}
+
+TEST(SyncdMirror, TheEdgeStoreSeesTheSwapAsStaleAndOpensTheNewStore) {
+    TempDir dir;
+    const std::string path = dir.sub("db");
+    Mirror m(path, 0);
+    rebuild_with(m, some_records(), 5);
+    std::string err;
+    auto edge = EdgeStore::open(path, err);
+    ASSERT_NE(edge, nullptr) << err;
+    std::string why;
+    EXPECT_FALSE(edge->stale(why)) << why;
+    m.apply({{Table::kPlans, "pro", kt::plan_record("pro", 99900)}}, 6);
+    EXPECT_FALSE(edge->stale(why)) << "a batch is a transaction, not a new store: " << why;
+    rebuild_with(m, some_records(), 9);
+    EXPECT_TRUE(edge->stale(why)) << "an nginx worker reopens after a swap";
+    edge.reset();
+    edge = EdgeStore::open(path, err);
+    ASSERT_NE(edge, nullptr) << "the rebuilt store opens as an edge store: " << err;
 }

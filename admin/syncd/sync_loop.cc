@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "record_changes.h"
-#include "store_error.h"
 #include "syncd_log.h"
 
 namespace keyauth::syncd {
@@ -112,14 +111,14 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
                                   {"fromRevision", old ? old->revision : 0}});
     std::unique_ptr<Mirror::Rebuild> rb = mirror_.begin_rebuild();
     int64_t revision = 0;
-    std::optional<std::string> refused;  // by apply_records
-    std::exception_ptr failed;            // anything else the store threw
+    std::optional<std::string> refused;  // by apply_records or LMDB
+    std::exception_ptr failed;            // anything else
     etcd::Status s = client_->range_all(
         prefix_range(options_.prefix), options_.page_size,
         [&](const etcd::RangeResponse &page) {
             try {
                 rb->add(batch_of_kvs(options_.prefix, page.kvs).changes);
-            } catch (const StoreError &e) {
+            } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
                 refused = e.what();
                 return false;
             } catch (...) {
@@ -171,7 +170,7 @@ SyncLoop::Next SyncLoop::watch() {
         Batch b = batch_of_events(options_.prefix, r.events);
         try {
             mirror_.apply(b.changes, b.revision);
-        } catch (const StoreError &e) {
+        } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
             apply_failed("watch", e.what(), b.revision);
             refused = true;
             return false;

@@ -69,7 +69,7 @@ std::string Metrics::text() const {
     metric(out, "keyauth_syncd_etcd_up", "gauge", "1 while a watch on etcd is established, else 0.",
            etcd_up() ? "1" : "0");
     metric(out, "keyauth_syncd_apply_errors_total", "counter",
-           "Batches the store refused (a record layout this build cannot read); the edge stays behind until a newer build.",
+           "Batches the store refused (a record layout this build cannot read, a full map); retried, never skipped: the edge stays behind.",
            std::to_string(apply_errors()));
     return out;
 }

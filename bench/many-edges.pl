@@ -1,0 +1,100 @@
+#!/usr/bin/env perl
+# make bench-edges: many-edge mode's figures (bench/RESULTS.md, "Many
+# edges"): propagation of a revocation to two edges (p50/p99), syncd's apply
+# rate while it catches up, and the bootstrap of an empty edge at
+# BENCH_KEYS keys (1,000,000 by default). Real etcd (one member; its data on
+# tmpfs so that the disk's fsync is not what is measured), real keyauthd,
+# keyauthctl, keyauth-syncd and nginx, as t/61-many-edges.t runs them.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../t/lib";
+BEGIN { $ENV{TMPDIR} = '/dev/shm' if -d '/dev/shm' && !$ENV{BENCH_TMPDIR}; $ENV{TMPDIR} = $ENV{BENCH_TMPDIR} if $ENV{BENCH_TMPDIR} }
+use Time::HiRes qw(time);
+use JSON::PP qw(decode_json encode_json);
+use EtcdCluster;
+use KeyauthTest qw(wait_until);
+
+my $KEYS = $ENV{BENCH_KEYS} // 1_000_000;
+my $REVOCATIONS = $ENV{BENCH_REVOCATIONS} // 500;
+my $CATCHUP = $ENV{BENCH_CATCHUP_KEYS} // 20_000;
+my $LOCATION = 'location /t/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }';
+
+my $etcd = EtcdCluster->new(members => 1);
+my $endpoints = $etcd->endpoints;
+my $w = KeyauthTest->new(etcd => $endpoints);
+$w->start_keyauthd;
+my $acc = $w->account(entitlement => 600000);
+
+sub edge {
+    my $e = KeyauthTest->new(etcd => $endpoints);
+    $e->start_syncd;
+    $e->wait_synced(undef, 3600) or die "syncd did not sync:\n" . $e->syncd_log;
+    $e->start_nginx(http => 'keyauth_zone keys:1m;', locations => $LOCATION, no_init => 1);
+    return $e;
+}
+sub status_at { $_[0]->request(GET => '/t/x', "Authorization: Bearer $_[1]")->{status} }
+sub pct { my ($p, @s) = @_; $s[ int($p / 100 * $#s + 0.5) ] }
+sub etcd_revision {
+    my (undef, $out) = $etcd->etcdctl('endpoint', 'status', '-w', 'json');
+    return ($out =~ /"revision":(\d+)/)[0] // 0;
+}
+sub make_keys {
+    my ($n) = @_;
+    my $t0 = time;
+    my $made = 0;
+    while ($made < $n) {  # keyauthctl pages by 40; 10,000 a call keeps its output small
+        my $batch = $n - $made < 10_000 ? $n - $made : 10_000;
+        system(KeyauthTest::build_dir() . "/keyauthctl --etcd $endpoints key create --account $acc->{id} "
+             . "--name bench --scope ip:read --rate 60 --count $batch >/dev/null") == 0 or die "keyauthctl failed";
+        $made += $batch;
+    }
+    return time - $t0;
+}
+
+my @edges = (edge(), edge());
+
+# 1. a revocation, from keyauthd's answer to 401 on both edges
+my @lat;
+for (1 .. $REVOCATIONS) {
+    my $res = KeyauthTest::http_request($w->keyauthd_port, POST => '/v1/keys',
+        "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json',
+        \encode_json({ name => 'r', scopes => ['ip:read'], rateLimitPerMinute => 60000 }));
+    my $k = decode_json($res->{body});
+    wait_until(sub { !grep { status_at($_, $k->{secret}) != 200 } @edges }, 30, 'the key everywhere') or die;
+    my $rv = KeyauthTest::http_request($w->keyauthd_port, POST => "/v1/keys/$k->{id}/revoke",
+        "Authorization: Bearer $acc->{consoleToken}");
+    my $t0 = time;
+    until (!grep { status_at($_, $k->{secret}) != 401 } @edges) { die 'revocation lost' if time - $t0 > 30 }
+    push @lat, (time - $t0) * 1000;
+}
+@lat = sort { $a <=> $b } @lat;
+printf "revocation to 401 on 2 edges (%d):  p50 %.2f ms  p99 %.2f ms  max %.2f ms\n",
+    scalar @lat, pct(50, @lat), pct(99, @lat), $lat[-1];
+
+# 2. syncd's apply rate: paused while CATCHUP keys are written, then let go
+kill 'STOP', $edges[1]->syncd_pid;
+make_keys($CATCHUP);
+my $target = etcd_revision();
+my $events0 = $edges[1]->syncd_metric('keyauth_syncd_events_total') // 0;
+my $t0 = time;
+kill 'CONT', $edges[1]->syncd_pid;
+$edges[1]->wait_synced($target, 600) or die 'no catch-up';
+my $secs = time - $t0;
+my $events = ($edges[1]->syncd_metric('keyauth_syncd_events_total') // 0) - $events0;
+printf "syncd catch-up: %d events (%d keys) in %.2f s = %.0f events/s, %.0f keys/s\n",
+    $events, $CATCHUP, $secs, $events / $secs, $CATCHUP / $secs;
+
+# 3. bootstrap of an empty edge at KEYS keys
+my $have = $REVOCATIONS + $CATCHUP + 1;
+my $fill = make_keys($KEYS > $have ? $KEYS - $have : 0);
+printf "loaded %d keys through keyauthctl --etcd in %.0f s (%.0f keys/s, 40 a txn)\n", $KEYS - $have, $fill, ($KEYS - $have) / ($fill || 1);
+my $e = KeyauthTest->new(etcd => $endpoints);
+$t0 = time;
+$e->start_syncd;
+$e->wait_synced(etcd_revision(), 3600) or die 'no bootstrap';
+$secs = time - $t0;
+my $bytes = -s $e->db . '/data.mdb';
+my $used = `mdb_stat -e @{[ $e->db ]}` =~ /Number of pages used: (\d+)/ ? $1 * 4096 : 0;
+printf "bootstrap of an empty edge: %d keys in %.1f s = %.0f keys/s; LMDB %.0f bytes/key in use\n",
+    $KEYS, $secs, $KEYS / $secs, $used / $KEYS;
