@@ -8,6 +8,7 @@
 use strict;
 use warnings;
 use FindBin;
+$| = 1;
 use lib "$FindBin::Bin/../t/lib";
 BEGIN { $ENV{TMPDIR} = '/dev/shm' if -d '/dev/shm' && !$ENV{BENCH_TMPDIR}; $ENV{TMPDIR} = $ENV{BENCH_TMPDIR} if $ENV{BENCH_TMPDIR} }
 use Time::HiRes qw(time);
@@ -73,10 +74,10 @@ printf "revocation to 401 on 2 edges (%d):  p50 %.2f ms  p99 %.2f ms  max %.2f m
     scalar @lat, pct(50, @lat), pct(99, @lat), $lat[-1];
 
 # 2. syncd's apply rate: paused while CATCHUP keys are written, then let go
+my $events0 = $edges[1]->syncd_metric('keyauth_syncd_events_total') // 0;  # not while it is stopped
 kill 'STOP', $edges[1]->syncd_pid;
 make_keys($CATCHUP);
 my $target = etcd_revision();
-my $events0 = $edges[1]->syncd_metric('keyauth_syncd_events_total') // 0;
 my $t0 = time;
 kill 'CONT', $edges[1]->syncd_pid;
 $edges[1]->wait_synced($target, 600) or die 'no catch-up';
