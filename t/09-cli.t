@@ -175,13 +175,15 @@ for my $help ('-h', '--help') {
 {
     my $kd = KeyauthTest::build_dir() . '/keyauthd';
     my $port = KeyauthTest::free_port();
-    my $run_kd = sub {
+    my $run_kd = sub { run_daemon($kd, @_) };
+    sub run_daemon {
+        my ($kd, @args) = @_;
         my ($err) = $t->dir . '/kd.err';
         my $pid = fork // die "fork: $!";
         if ($pid == 0) {
             open STDOUT, '>', '/dev/null' or die $!;
             open STDERR, '>', $err or die $!;
-            exec { $kd } $kd, @_ or die "exec: $!";
+            exec { $kd } $kd, @args or die "exec: $!";
         }
         # a usage error exits at once; a valid line keeps running
         my $deadline = time + 10;
@@ -237,6 +239,30 @@ for my $help ('-h', '--help') {
     ($rc, $err) = $run_kd->('--db', "$fresh-kd", '--listen', "0.0.0.0:$any", '--allow-remote');
     is $rc, undef, 'keyauthd --listen 0.0.0.0:PORT --allow-remote runs' or diag $err;
     like $err, qr/"event":"listening"/, '... and listens';
+}
+
+# keyauth-syncd's command line is as strict; nothing is created on a mistake.
+{
+    my $sd = KeyauthTest::build_dir() . '/keyauth-syncd';
+    my $db = "$fresh-syncd";
+    my @good = ('--etcd', 'http://127.0.0.1:1', '--db', $db);
+    for my $case (
+        [[@good, '--bogus'], qr/unknown argument "--bogus"|unknown option/, 'an unknown option'],
+        [['--db', $db], qr/--etcd/, 'no --etcd'],
+        [['--etcd', 'http://127.0.0.1:1'], qr/--db/, 'no --db'],
+        [[@good, '--db', $db], qr/twice/, '--db twice'],
+        [[@good, '--etcd-prefix', 'x'], qr/--etcd-prefix/, 'a prefix without "/"'],
+        [['--etcd', 'ftp://x', '--db', $db], qr/etcd/, 'an endpoint that is not http(s)'],
+        [[@good, '--metrics', '0.0.0.0:9'], qr/--allow-remote/, 'a non-loopback --metrics without --allow-remote'],
+        [[@good, '--metrics'], qr/needs a value/, 'a missing value'],
+    ) {
+        my ($args, $msg, $name) = @$case;
+        my ($rc, $err) = run_daemon($sd, @$args);
+        is $rc, 2, "keyauth-syncd, $name: exit 2";
+        like $err, $msg, '... says why' or diag $err;
+        like $err, qr/usage: keyauth-syncd/, '... with the usage';
+    }
+    ok !-e $db, 'no store was created';
 }
 
 done_testing;

@@ -2,7 +2,7 @@
 // LMDB store the nginx workers there read (docs/scale-out.md).
 //
 //   keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT] [--allow-remote]
-//                 [--prefix /keyauth/1] [--map-size MIB]
+//                 [--etcd-prefix /keyauth/1] [--map-size MIB]
 //                 [--etcd-cacert F] [--etcd-cert F --etcd-key F]
 //
 // The sync loop runs on a thread of its own; the main thread serves

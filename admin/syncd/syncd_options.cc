@@ -14,7 +14,7 @@ namespace keyauth::syncd {
 namespace {
 
 const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT]
-                     [--allow-remote] [--prefix /keyauth/1] [--map-size MIB]
+                     [--allow-remote] [--etcd-prefix /keyauth/1] [--map-size MIB]
                      [--etcd-cacert FILE] [--etcd-cert FILE --etcd-key FILE]
 
 Mirrors the keyauth records under an etcd prefix into this edge host's LMDB
@@ -28,7 +28,7 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
   --metrics ADDR    serve GET /metrics (Prometheus) and GET /healthz on this
                     loopback address and port, e.g. 127.0.0.1:9187
   --allow-remote    allow a --metrics address other than loopback
-  --prefix P        the etcd prefix to mirror (default /keyauth/1)
+  --etcd-prefix P   the etcd prefix to mirror (default /keyauth/1)
   --map-size MIB    the most the store may grow to: at least this, and never
                     less than it was last written with (default: as written,
                     4096 for a new store; the file is sparse)
@@ -92,7 +92,7 @@ Options parse_options(int argc, char **argv) {
         std::string *slot = a == "--etcd"           ? &etcd
                             : a == "--db"           ? &o.db
                             : a == "--metrics"      ? &o.metrics
-                            : a == "--prefix"       ? &prefix
+                            : a == "--etcd-prefix"  ? &prefix
                             : a == "--map-size"     ? &map_mib
                             : a == "--etcd-cacert"  ? &o.etcd_cacert
                             : a == "--etcd-cert"    ? &o.etcd_cert
@@ -109,7 +109,7 @@ Options parse_options(int argc, char **argv) {
     if (!etcd::parse_endpoints(etcd, o.etcd, error)) usage_error("--etcd: " + error);
     if (o.db.empty()) usage_error("--db PATH is required");
     if (!prefix.empty()) {
-        if (!valid_etcd_prefix(prefix, error)) usage_error("--prefix: " + error);
+        if (!valid_etcd_prefix(prefix, error)) usage_error("--etcd-prefix: " + error);
         o.prefix = prefix;
     }
     if (!o.metrics.empty()) {
