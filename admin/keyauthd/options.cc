@@ -1,11 +1,10 @@
 #include "options.h"
 
-#include <boost/asio/ip/address.hpp>
-
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+
+#include "cli_values.h"
 
 namespace keyauthd {
 namespace {
@@ -49,34 +48,15 @@ head, its body (408) and its answer.
     std::exit(2);
 }
 
-bool parse_listen(const std::string &spec, std::string &host, int &port) {
-    size_t colon = spec.rfind(':');
-    if (colon == std::string::npos || colon == 0) return false;
-    host = spec.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);  // [::1]:8081
-    }
-    const char *b = spec.data() + colon + 1, *e = spec.data() + spec.size();
-    auto [p, ec] = std::from_chars(b, e, port);
-    return ec == std::errc() && p == e && port > 0 && port < 65536;
-}
-
-bool is_loopback(const std::string &host) {
-    boost::system::error_code ec;
-    auto address = boost::asio::ip::make_address(host, ec);
-    return !ec && address.is_loopback();
-}
-
 // A whole decimal number from lo to hi, or a usage error naming the option.
 size_t bounded(const std::string &option, const std::string &text, size_t lo, size_t hi,
                const char *unit) {
-    size_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) {
+    auto v = keyauth::parse_bounded(text, lo, hi);
+    if (!v) {
         usage_error(option + " takes " + unit + " from " + std::to_string(lo) + " to " +
                     std::to_string(hi));
     }
-    return v;
+    return *v;
 }
 
 }  // namespace
@@ -115,10 +95,10 @@ Options parse_options(int argc, char **argv) {
     if (o.etcd.empty() && !(o.etcd_prefix + o.etcd_cacert + o.etcd_cert + o.etcd_key).empty())
         usage_error("--etcd-prefix and the --etcd TLS options need --etcd");
     if (!o.etcd.empty() && !map_mib.empty()) usage_error("--map-size is for an LMDB store (--db), not etcd");
-    if (!parse_listen(o.listen, o.host, o.port)) {
+    if (!keyauth::parse_host_port(o.listen, o.host, o.port)) {
         usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
     }
-    if (!allow_remote && !is_loopback(o.host)) {
+    if (!allow_remote && !keyauth::is_loopback_address(o.host)) {
         usage_error("--listen " + o.listen + " is not a loopback address; add --allow-remote if you mean it");
     }
     if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;

@@ -165,11 +165,7 @@ bool EtcdAttempt::apply(const Mutation &m) {
             if (it != reads_.end() && it->second.value && *it->second.value == g.value) {
                 txn.compare.push_back(etcd::Compare::mod_revision_is(key, it->second.mod_revision));
             } else {  // not read through this attempt: compare the bytes
-                etcd::Compare c;
-                c.key = std::move(key);
-                c.target = etcd::CompareTarget::kValue;
-                c.value = g.value;
-                txn.compare.push_back(std::move(c));
+                txn.compare.push_back(etcd::Compare::value_is(std::move(key), g.value));
             }
             break;
         }
@@ -181,11 +177,7 @@ bool EtcdAttempt::apply(const Mutation &m) {
             if (g.key.empty()) {
                 txn.compare.push_back(etcd::Compare::absent(std::move(last)));
             } else {
-                etcd::Compare c;
-                c.key = std::move(last);
-                c.target = etcd::CompareTarget::kValue;
-                c.value = g.key;
-                txn.compare.push_back(std::move(c));
+                txn.compare.push_back(etcd::Compare::value_is(std::move(last), g.key));
             }
             break;
         }

@@ -101,6 +101,15 @@ Compare Compare::absent(std::string key) {
     return c;
 }
 
+Compare Compare::value_is(std::string key, std::string value) {
+    Compare c;
+    c.key = std::move(key);
+    c.target = CompareTarget::kValue;
+    c.result = CompareResult::kEqual;
+    c.value = std::move(value);
+    return c;
+}
+
 Compare Compare::mod_revision_is(std::string key, int64_t revision) {
     Compare c;
     c.key = std::move(key);

@@ -105,6 +105,8 @@ struct Compare {
     // was last written at revision r" (its mod_revision as read).
     static Compare absent(std::string key);
     static Compare mod_revision_is(std::string key, int64_t revision);
+    // "the key holds exactly these bytes" (false for an absent key)
+    static Compare value_is(std::string key, std::string value);
 };
 
 using RequestOp = std::variant<RangeRequest, PutRequest, DeleteRangeRequest>;

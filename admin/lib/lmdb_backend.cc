@@ -8,6 +8,7 @@
 
 #include "keyauth_schema.h"
 #include "le.h"
+#include "lmdb_write_txn.h"
 #include "permissions.h"
 #include "store_error.h"
 
@@ -45,41 +46,6 @@ void mkdir_p(std::string path) {
 
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char *>(s.data())}; }
 std::string_view view(const MDB_val &v) { return {static_cast<const char *>(v.mv_data), v.mv_size}; }
-
-// A write transaction. Unlike lmdb::txn, it forgets its handle when commit
-// fails: LMDB has already aborted and freed the transaction then (MDB_MAP_FULL
-// at commit, for one), and aborting it again is a double free.
-class WriteTxn {
-public:
-    WriteTxn(MDB_env *env, std::chrono::milliseconds wait_limit) {
-        const auto asked = std::chrono::steady_clock::now();
-        int rc = mdb_txn_begin(env, nullptr, 0, &txn_);
-        if (rc != 0) lmdb::error::raise("mdb_txn_begin", rc);
-        if (wait_limit.count() > 0 && std::chrono::steady_clock::now() - asked > wait_limit) {
-            mdb_txn_abort(txn_);
-            txn_ = nullptr;
-            throw StoreError(StoreError::Kind::kBusy, "",
-                             "another writer held the store too long; nothing was written, retry");
-        }
-    }
-    ~WriteTxn() {
-        if (txn_ != nullptr) mdb_txn_abort(txn_);
-    }
-    WriteTxn(const WriteTxn &) = delete;
-    WriteTxn &operator=(const WriteTxn &) = delete;
-
-    MDB_txn *handle() const noexcept { return txn_; }
-
-    void commit() {
-        MDB_txn *txn = txn_;
-        txn_ = nullptr;
-        int rc = mdb_txn_commit(txn);
-        if (rc != 0) lmdb::error::raise("mdb_txn_commit", rc);
-    }
-
-private:
-    MDB_txn *txn_ = nullptr;
-};
 
 // The reads of RecordReader over any transaction of the environment.
 template <class Interface>

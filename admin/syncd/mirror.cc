@@ -16,6 +16,7 @@
 
 #include "keyauth_schema.h"
 #include "le.h"
+#include "lmdb_write_txn.h"
 #include "lmdb_backend.h"
 #include "syncd_log.h"
 
@@ -27,31 +28,6 @@ MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char *>(s.
 [[noreturn]] void fail(const std::string &what) {
     throw std::runtime_error(what + ": " + std::strerror(errno));
 }
-
-// A write transaction that forgets its handle when commit fails (LMDB has
-// freed it then), as lmdb_backend.cc's does.
-class WriteTxn {
-public:
-    explicit WriteTxn(MDB_env *env) {
-        int rc = mdb_txn_begin(env, nullptr, 0, &txn_);
-        if (rc != 0) lmdb::error::raise("mdb_txn_begin", rc);
-    }
-    ~WriteTxn() {
-        if (txn_ != nullptr) mdb_txn_abort(txn_);
-    }
-    WriteTxn(const WriteTxn &) = delete;
-    WriteTxn &operator=(const WriteTxn &) = delete;
-    MDB_txn *handle() const noexcept { return txn_; }
-    void commit() {
-        MDB_txn *txn = txn_;
-        txn_ = nullptr;
-        int rc = mdb_txn_commit(txn);
-        if (rc != 0) lmdb::error::raise("mdb_txn_commit", rc);
-    }
-
-private:
-    MDB_txn *txn_ = nullptr;
-};
 
 void put_u64(MDB_txn *txn, MDB_dbi meta, const char *name, uint64_t value) {
     unsigned char buf[8];

@@ -1,11 +1,10 @@
 #include "syncd_options.h"
 
-#include <boost/asio/ip/address.hpp>
-
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+
+#include "cli_values.h"
 
 #include "etcd_client.h"
 #include "etcd_keyspace.h"
@@ -42,34 +41,15 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
     std::exit(2);
 }
 
-bool parse_listen(const std::string &spec, std::string &host, int &port) {
-    size_t colon = spec.rfind(':');
-    if (colon == std::string::npos || colon == 0) return false;
-    host = spec.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);  // [::1]:9187
-    }
-    const char *b = spec.data() + colon + 1, *e = spec.data() + spec.size();
-    auto [p, ec] = std::from_chars(b, e, port);
-    return ec == std::errc() && p == e && port > 0 && port < 65536;
-}
-
-bool is_address(const std::string &host, bool &loopback) {
-    boost::system::error_code ec;
-    auto address = boost::asio::ip::make_address(host, ec);
-    loopback = !ec && address.is_loopback();
-    return !ec;
-}
-
+// A whole decimal number from lo to hi, or a usage error naming the option.
 size_t bounded(const std::string &option, const std::string &text, size_t lo, size_t hi,
                const char *unit) {
-    size_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) {
+    auto v = keyauth::parse_bounded(text, lo, hi);
+    if (!v) {
         usage_error(option + " takes " + unit + " from " + std::to_string(lo) + " to " +
                     std::to_string(hi));
     }
-    return v;
+    return *v;
 }
 
 }  // namespace
@@ -113,12 +93,11 @@ Options parse_options(int argc, char **argv) {
         o.prefix = prefix;
     }
     if (!o.metrics.empty()) {
-        bool loopback = false;
-        if (!parse_listen(o.metrics, o.metrics_host, o.metrics_port) ||
-            !is_address(o.metrics_host, loopback)) {
+        if (!keyauth::parse_host_port(o.metrics, o.metrics_host, o.metrics_port) ||
+            !keyauth::is_ip_address(o.metrics_host)) {
             usage_error("--metrics needs IP:PORT, e.g. 127.0.0.1:9187");
         }
-        if (!allow_remote && !loopback) {
+        if (!allow_remote && !keyauth::is_loopback_address(o.metrics_host)) {
             usage_error("--metrics " + o.metrics +
                         " is not a loopback address; add --allow-remote if you mean it");
         }
