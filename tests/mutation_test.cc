@@ -50,7 +50,7 @@ Dump dump(StoreBackend &b) {
     for (size_t i = 0; i < kTableCount; i++) {
         Table t = static_cast<Table>(i);
         auto &rows = out[table_name(t)];
-        r->scan(t, "", [&](std::string_view k, std::string_view v) {
+        r->scan(t, "", "", [&](std::string_view k, std::string_view v) {
             rows.emplace(k, v);
             return true;
         });
@@ -232,7 +232,9 @@ private:
             attempts++;
         }
         std::optional<std::string_view> get(Table t, std::string_view k) override { return inner_->get(t, k); }
-        void scan(Table t, std::string_view from, const Visit &visit) override { inner_->scan(t, from, visit); }
+        void scan(Table t, std::string_view within, std::string_view from, const Visit &visit) override {
+            inner_->scan(t, within, from, visit);
+        }
         std::optional<std::string> last_key(Table t) override { return inner_->last_key(t); }
         bool apply(const Mutation &m) override {
             if (losses_ > 0) {

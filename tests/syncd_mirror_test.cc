@@ -116,6 +116,31 @@ TEST(SyncdRecordChanges, ABatchAdvancesToItsHighestRevisionSkippedEventsIncluded
 
 // ---- metrics and healthz ------------------------------------------------
 
+// Every key a rebuild must apply falls in exactly one snapshot range, and no
+// key it would skip (index records, last/) is read at all.
+TEST(SyncdRecordChanges, SnapshotRangesCoverEveryMirroredRecordOnce) {
+    const std::string prefix = "/keyauth/1";
+    auto ranges = snapshot_ranges(prefix);
+    EXPECT_EQ(ranges.size(), 256u + 4u) << "keys_by_hash in 256, four small tables whole";
+    auto hits = [&](const std::string &key) {
+        int n = 0;
+        for (const auto &r : ranges) n += key >= r.key && key < r.range_end;
+        return n;
+    };
+    for (int b : {0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff}) {
+        std::string hash(32, static_cast<char>(b));
+        EXPECT_EQ(hits(etcd_record_key(prefix, Table::kKeysByHash, hash)), 1) << b;
+    }
+    EXPECT_EQ(hits(etcd_record_key(prefix, Table::kAccounts, std::string(12, 'a'))), 1);
+    EXPECT_EQ(hits(etcd_record_key(prefix, Table::kConsoleTokens, std::string(32, 'b'))), 1);
+    EXPECT_EQ(hits(etcd_record_key(prefix, Table::kPlans, "plus-5k")), 1);
+    EXPECT_EQ(hits(etcd_record_key(prefix, Table::kMeta, "fx_usd_inr")), 1);
+    EXPECT_EQ(hits(etcd_record_key(prefix, Table::kKeys, std::string(12, 'c'))), 0);
+    EXPECT_EQ(hits(etcd_record_key(prefix, Table::kAccountKeys, std::string(24, 'd'))), 0);
+    EXPECT_EQ(hits(etcd_last_key_record(prefix, Table::kKeys)), 0);
+    EXPECT_EQ(hits("/keyauth/10/accounts/61"), 0) << "a sibling prefix";
+}
+
 TEST(SyncdMetrics, HealthzWaitsForASnapshotAndMetricsNameEverything) {
     Metrics m;
     HttpRequest get;

@@ -68,11 +68,12 @@ public:
         return lookup(etcd_record_key(prefix_, table, key));
     }
 
-    void scan(Table table, std::string_view from, const Visit &visit) override {
+    void scan(Table table, std::string_view within, std::string_view from, const Visit &visit) override {
         const std::string table_prefix = etcd_table_prefix(prefix_, table);
+        if (from < within) from = within;
         etcd::RangeRequest r;
         r.key = table_prefix + hex_encode(from);
-        r.range_end = etcd::prefix_range_end(table_prefix);
+        r.range_end = etcd::prefix_range_end(table_prefix + hex_encode(within));
         r.limit = kScanPage;
         for (;;) {
             r.revision = revision_;

@@ -57,12 +57,15 @@ public:
         return view(v);
     }
 
-    void scan(Table table, std::string_view from, const RecordReader::Visit &visit) override {
+    void scan(Table table, std::string_view within, std::string_view from,
+              const RecordReader::Visit &visit) override {
         auto cur = lmdb::cursor::open(handle(), tables_[table]);
+        if (from < within) from = within;
         MDB_val k = val(from), v;
         // SET_RANGE refuses an empty key: from "" is from the first record
         bool ok = lmdb::cursor_get(cur.handle(), &k, &v, from.empty() ? MDB_FIRST : MDB_SET_RANGE);
-        while (ok && visit(view(k), view(v))) ok = lmdb::cursor_get(cur.handle(), &k, &v, MDB_NEXT);
+        while (ok && view(k).substr(0, within.size()) == within && visit(view(k), view(v)))
+            ok = lmdb::cursor_get(cur.handle(), &k, &v, MDB_NEXT);
     }
 
     std::optional<std::string> last_key(Table table) override {

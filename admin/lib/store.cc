@@ -157,7 +157,7 @@ std::optional<Account> Store::find_account(const Id &id) {
 
 std::vector<Account> Store::list_accounts() {
     std::vector<Account> out;
-    backend_->read()->scan(Table::kAccounts, "", [&](std::string_view key, std::string_view v) {
+    backend_->read()->scan(Table::kAccounts, "", "", [&](std::string_view key, std::string_view v) {
         Id id{};
         if (key.size() != id.size()) corrupt("account id of unexpected length");
         std::memcpy(id.data(), key.data(), id.size());
@@ -265,7 +265,7 @@ KeyPage Store::list_keys(const Id &account, size_t limit, const std::optional<Id
     const std::string start = after ? account_key(account, *after) : std::string(bytes(account));
     const std::string_view owner = bytes(account);
     KeyPage page;
-    r->scan(Table::kAccountKeys, start, [&](std::string_view key, std::string_view hash) {
+    r->scan(Table::kAccountKeys, owner, start, [&](std::string_view key, std::string_view hash) {
         if (after && key == start) return true;  // the cursor's own key: listed already
         if (key.size() != KA_ACCOUNT_KEY_LEN || key.substr(0, KA_ID_LEN) != owner) return false;
         if (page.keys.size() == limit) {
@@ -292,7 +292,7 @@ void Store::import_plans(const std::vector<PlanRecord> &plans) {
         m.expect(Table::kMeta, KA_META_CATALOG_VERSION, version);
         std::set<std::string_view> kept;
         for (const auto &p : plans) kept.insert(p.id);
-        r.scan(Table::kPlans, "", [&](std::string_view id, std::string_view) {
+        r.scan(Table::kPlans, "", "", [&](std::string_view id, std::string_view) {
             if (kept.count(id) == 0) m.erase(Table::kPlans, id);
             return true;
         });
@@ -307,7 +307,7 @@ void Store::import_plans(const std::vector<PlanRecord> &plans) {
 
 std::vector<PlanRecord> Store::list_plans() {
     std::vector<PlanRecord> out;
-    backend_->read()->scan(Table::kPlans, "", [&](std::string_view id, std::string_view v) {
+    backend_->read()->scan(Table::kPlans, "", "", [&](std::string_view id, std::string_view v) {
         out.push_back(plan_from(id, v));
         return true;
     });

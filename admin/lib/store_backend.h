@@ -22,9 +22,12 @@ class RecordReader {
 public:
     virtual ~RecordReader() = default;
     virtual std::optional<std::string_view> get(Table table, std::string_view key) = 0;
-    // The records with a key >= `from`, in key order, while `visit` says true.
+    // The records whose key starts with `within` and is >= `from`, in key
+    // order, while `visit` says true. `within` bounds the read (etcd walks
+    // its whole range for every page: a bound keeps an account's list from
+    // costing the whole table).
     using Visit = std::function<bool(std::string_view key, std::string_view value)>;
-    virtual void scan(Table table, std::string_view from, const Visit &visit) = 0;
+    virtual void scan(Table table, std::string_view within, std::string_view from, const Visit &visit) = 0;
     // The greatest key of the table, if it holds any.
     virtual std::optional<std::string> last_key(Table table) = 0;
 };

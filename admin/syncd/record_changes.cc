@@ -49,6 +49,27 @@ Batch batch_of_kvs(std::string_view prefix, const std::vector<etcd::KeyValue> &k
     return b;
 }
 
+std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix) {
+    std::vector<etcd::RangeRequest> out;
+    auto add = [&](std::string start) {
+        etcd::RangeRequest r;
+        r.range_end = etcd::prefix_range_end(start);
+        r.key = std::move(start);
+        out.push_back(std::move(r));
+    };
+    for (size_t i = 0; i < kTableCount; i++) {
+        const Table t = static_cast<Table>(i);
+        if (!is_primary(t)) continue;
+        const std::string table = etcd_table_prefix(prefix, t);
+        if (t != Table::kKeysByHash) {
+            add(table);
+            continue;
+        }
+        for (int byte = 0; byte < 256; byte++) add(table + hex_encode(std::string(1, static_cast<char>(byte))));
+    }
+    return out;
+}
+
 std::string watched_prefix(std::string_view prefix) { return std::string(prefix) + "/"; }
 
 }  // namespace keyauth::syncd

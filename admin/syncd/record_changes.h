@@ -37,6 +37,14 @@ struct Batch {
 Batch batch_of_events(std::string_view prefix, const std::vector<etcd::Event> &events);
 Batch batch_of_kvs(std::string_view prefix, const std::vector<etcd::KeyValue> &kvs);
 
+// The ranges a rebuild reads, together every record it applies and nothing
+// it would skip: each primary table, and keys_by_hash (the big one) in 256
+// ranges by the first byte of the hash. etcd 3.4 walks the whole range for
+// every page of a limited read (its index has no limit), so paging through
+// millions of keys in one range would cost the square of their number; a
+// range of a few thousand keys costs its own size.
+std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix);
+
 // "<prefix>/": the range syncd reads and watches (a sibling prefix such as
 // "/keyauth/10" stays out).
 std::string watched_prefix(std::string_view prefix);

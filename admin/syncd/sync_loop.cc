@@ -19,13 +19,6 @@ int64_t ms_since(Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
 
-etcd::RangeRequest prefix_range(const std::string &prefix) {
-    etcd::RangeRequest r;
-    r.key = watched_prefix(prefix);
-    r.range_end = etcd::prefix_range_end(r.key);
-    return r;
-}
-
 }  // namespace
 
 std::unique_ptr<SyncLoop> SyncLoop::make(SyncOptions options, Mirror &mirror, Metrics &metrics,
@@ -113,21 +106,28 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
     int64_t revision = 0;
     std::optional<std::string> refused;  // by apply_records or LMDB
     std::exception_ptr failed;            // anything else
-    etcd::Status s = client_->range_all(
-        prefix_range(options_.prefix), options_.page_size,
-        [&](const etcd::RangeResponse &page) {
-            try {
-                rb->add(batch_of_kvs(options_.prefix, page.kvs).changes);
-            } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
-                refused = e.what();
-                return false;
-            } catch (...) {
-                failed = std::current_exception();
-                return false;
-            }
-            return !stopping();
-        },
-        &revision);
+    etcd::Status s;
+    // every range at the revision the first one was read at: one snapshot
+    for (etcd::RangeRequest &range : snapshot_ranges(options_.prefix)) {
+        range.revision = revision;
+        s = client_->range_all(
+            range, options_.page_size,
+            [&](const etcd::RangeResponse &page) {
+                if (page.kvs.empty()) return true;
+                try {
+                    rb->add(batch_of_kvs(options_.prefix, page.kvs).changes);
+                } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
+                    refused = e.what();
+                    return false;
+                } catch (...) {
+                    failed = std::current_exception();
+                    return false;
+                }
+                return !stopping();
+            },
+            &revision);
+        if (!s.ok() || failed || refused || stopping()) break;
+    }
     if (failed) std::rethrow_exception(failed);  // run() logs it; the Rebuild removes its directory
     if (refused) {
         apply_failed("rebuild", *refused, revision);
