@@ -14,7 +14,7 @@ W=$(mktemp -d /tmp/keyauth-cg-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 CTL="$ROOT/build/keyauthctl"
-A=$("$CTL" --db "$W/db" --json account create --name cg --entitlement 10000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+A=$("$CTL" --db "$W/db" --json account create --name cg --entitlement 10000000 --max-keys 100000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
 new_key() { # db account -> key id and secret
     "$CTL" --db "$1" --json key create --account "$2" --name cg --scope ip:read --rate 10000000 |
         perl -MJSON::PP -0777 -ne '$k = decode_json($_); print "$k->{id} $k->{secret}\n"'

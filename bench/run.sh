@@ -18,7 +18,7 @@ CTL="$ROOT/build/keyauthctl"
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 secret() { sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p'; }
-account() { "$CTL" --db "$1" --json account create --name bench --entitlement 10000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p'; }
+account() { "$CTL" --db "$1" --json account create --name bench --entitlement 10000000 --max-keys 100000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p'; }
 
 echo "seeding stores ..." >&2
 DB=$W/db; A=$(account "$DB")

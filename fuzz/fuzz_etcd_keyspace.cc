@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ev.kv.mod_revision = static_cast<int64_t>(size);
         syncd::Batch b = syncd::batch_of_events(prefix, {ev});
         for (const RecordChange &c : b.changes) {
-            if (!is_primary(c.table)) __builtin_trap();
+            if (!is_mirrored(c.table)) __builtin_trap();
             if (c.table == Table::kMeta && !is_mirrored_meta(c.key)) __builtin_trap();
         }
         if (b.read != 1 || b.changes.size() + b.skipped != 1) __builtin_trap();

@@ -29,7 +29,8 @@
 #define KA_DB_CONSOLE_TOKENS "console_tokens" /* SHA-256(token) -> console token record */
 #define KA_DB_PLANS          "plans"          /* plan id -> plan record */
 #define KA_DB_META           "meta"           /* ASCII name -> value */
-#define KA_DB_COUNT          7
+#define KA_DB_AUDIT          "audit"          /* account id ++ event id -> audit event */
+#define KA_DB_COUNT          8
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */
@@ -97,6 +98,28 @@ static_assert(offsetof(struct ka_key_record_v1, prefix_len) == 58, "layout");
 static_assert(offsetof(struct ka_key_record_v1, name_len) == 59, "layout");
 static_assert(sizeof(struct ka_key_record_v1) == KA_KEY_RECORD_HEAD, "layout");
 
+/* Layout 2 (written by every writer since key lifecycle): the v1 head with
+ * version 2, then the ids that tie a rolled key to its chain, then the same
+ * tail. A zero id means none. Readers still read layout 1 (no chain: the
+ * rate-limit state is the key's own). */
+#define KA_KEY_RECORD_V2 2u
+
+struct ka_key_record_v2 {
+    struct ka_key_record_v1 head;  /* version = KA_KEY_RECORD_V2 */
+    uint8_t  rate_id[KA_ID_LEN];     /* whose GCRA state the key spends: the
+                                        first key of its roll chain */
+    uint8_t  rolled_from[KA_ID_LEN]; /* the key this one replaced */
+    uint8_t  rolled_to[KA_ID_LEN];   /* the key that replaced this one */
+    uint32_t reserved;               /* 0 */
+};
+
+#define KA_KEY_RECORD_V2_HEAD 104
+
+static_assert(offsetof(struct ka_key_record_v2, rate_id) == 64, "layout");
+static_assert(offsetof(struct ka_key_record_v2, rolled_from) == 76, "layout");
+static_assert(offsetof(struct ka_key_record_v2, rolled_to) == 88, "layout");
+static_assert(sizeof(struct ka_key_record_v2) == KA_KEY_RECORD_V2_HEAD, "layout");
+
 /* ---- account record (accounts value) ----------------------------------- */
 
 #define KA_ACCOUNT_RECORD_V1 1u
@@ -123,6 +146,36 @@ static_assert(offsetof(struct ka_account_record_v1, entitlement_rpm) == 4, "layo
 static_assert(offsetof(struct ka_account_record_v1, created_ms) == 8, "layout");
 static_assert(sizeof(struct ka_account_record_v1) == KA_ACCOUNT_RECORD_HEAD, "layout");
 
+/* Layout 2 adds the account controls. Fixed head; followed by name_len
+ * bytes of name, then allowed_scope_count x (u8 length, bytes) of allowed
+ * scopes (none: any scope). Layout 1 reads as max_keys = KA_DEFAULT_MAX_KEYS,
+ * any scope, live_keys unknown. */
+#define KA_ACCOUNT_RECORD_V2 2u
+#define KA_DEFAULT_MAX_KEYS  100u
+#define KA_MAX_KEYS_LIMIT    100000000u
+#define KA_LIVE_KEYS_UNKNOWN 0xffffffffu
+
+struct ka_account_record_v2 {
+    struct ka_account_record_v1 head;  /* version = KA_ACCOUNT_RECORD_V2 */
+    uint32_t max_keys;             /* cap on active keys */
+    uint32_t live_keys;            /* keys created and not revoked, an upper
+                                      bound of the active ones (expired keys
+                                      count until counted again), or
+                                      KA_LIVE_KEYS_UNKNOWN */
+    uint16_t allowed_scopes_bytes;
+    uint8_t  allowed_scope_count;
+    uint8_t  reserved8;            /* 0 */
+    uint32_t reserved32;           /* 0 */
+};
+
+#define KA_ACCOUNT_RECORD_V2_HEAD 32
+
+static_assert(offsetof(struct ka_account_record_v2, max_keys) == 16, "layout");
+static_assert(offsetof(struct ka_account_record_v2, live_keys) == 20, "layout");
+static_assert(offsetof(struct ka_account_record_v2, allowed_scopes_bytes) == 24, "layout");
+static_assert(offsetof(struct ka_account_record_v2, allowed_scope_count) == 26, "layout");
+static_assert(sizeof(struct ka_account_record_v2) == KA_ACCOUNT_RECORD_V2_HEAD, "layout");
+
 /* ---- console token record (console_tokens value) ----------------------- */
 
 #define KA_TOKEN_RECORD_V1 1u
@@ -137,6 +190,20 @@ struct ka_token_record_v1 {
 
 static_assert(offsetof(struct ka_token_record_v1, account_id) == 4, "layout");
 static_assert(sizeof(struct ka_token_record_v1) == KA_TOKEN_RECORD_SIZE, "layout");
+
+/* Layout 2: a token replaced by rotate-token with a grace period works until
+ * expires_ms. Layout 1 never expires. */
+#define KA_TOKEN_RECORD_V2 2u
+
+struct ka_token_record_v2 {
+    struct ka_token_record_v1 head;  /* version = KA_TOKEN_RECORD_V2 */
+    int64_t expires_ms;              /* 0 = the account's current token */
+};
+
+#define KA_TOKEN_RECORD_V2_SIZE 24
+
+static_assert(offsetof(struct ka_token_record_v2, expires_ms) == 16, "layout");
+static_assert(sizeof(struct ka_token_record_v2) == KA_TOKEN_RECORD_V2_SIZE, "layout");
 
 /* ---- plan record (plans value; the key is the plan id) ------------------ */
 
@@ -185,5 +252,17 @@ static_assert(sizeof(struct ka_fx_record_v1) == KA_FX_RECORD_SIZE, "layout");
 
 /* account_keys key: account id followed by key id. */
 #define KA_ACCOUNT_KEY_LEN (2 * KA_ID_LEN)
+
+/* ---- audit event (audit value) ------------------------------------------ */
+
+/* Key: the account the event concerns (all zero: the operator's own
+ * actions, plans.import and fx.set) followed by the event id with every
+ * bit inverted, so that one account's events are one range, newest first. Value: u16 version, u16
+ * reserved, then the event as UTF-8 JSON (SCHEMA.md lists its fields) of at
+ * most KA_AUDIT_JSON_MAX bytes. */
+#define KA_AUDIT_RECORD_V1 1u
+#define KA_AUDIT_RECORD_HEAD 4
+#define KA_AUDIT_JSON_MAX 16384
+#define KA_AUDIT_KEY_LEN (2 * KA_ID_LEN)
 
 #endif /* KEYAUTH_SCHEMA_H */

@@ -263,7 +263,7 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
         ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_INVALID);
         status = NGX_HTTP_UNAUTHORIZED;
         ngx_str_set(&code, "INVALID_API_KEY");
-        ngx_str_set(&message, "The API key is invalid or revoked");
+        ngx_str_set(&message, "The API key is invalid, revoked or expired");
         ngx_str_set(&challenge, "Bearer realm=\"api\", error=\"invalid_token\"");
         break;
 
@@ -291,6 +291,13 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
         ngx_sprintf(challenge.data, "Bearer realm=\"api\", "
                     "error=\"insufficient_scope\", scope=\"%*s\"",
                     scope->len, scope->data);
+        break;
+
+    case KA_AUTH_ACCOUNT_SUSPENDED:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_ACCOUNT_SUSPENDED);
+        status = NGX_HTTP_FORBIDDEN;
+        ngx_str_set(&code, "ACCOUNT_SUSPENDED");
+        ngx_str_set(&message, "The account of this API key is suspended");
         break;
 
     default:

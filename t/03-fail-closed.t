@@ -91,9 +91,9 @@ subtest 'key record of an unknown layout version: that key is invalid' => sub {
     my $good = $t->key(account => $acc->{id});
     (my $hex = $key->{id}) =~ s/^key_//;
     my $id = pack 'H*', $hex;
-    # the record head: u16 version (1), u8 status (1), ... key id at offset 8
+    # the record head: u16 version (2), u8 status (1), ... key id at offset 8
     my $n = patch_data_file($t->db, $id, -8, "\x07\x00",
-                            sub { $_[1] >= 8 && substr($_[0], $_[1] - 8, 3) eq "\x01\x00\x01" });
+                            sub { $_[1] >= 8 && substr($_[0], $_[1] - 8, 3) eq "\x02\x00\x01" });
     ok $n >= 1, "record version patched ($n copies)";
     $t->start_nginx(no_init => 1, locations => $locations);
     my $res = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");

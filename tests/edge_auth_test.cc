@@ -188,3 +188,54 @@ TEST(RequiredScope, NoWildcards) {
     EXPECT_FALSE(ka_required_scope_ok("ip:*", 4));
     EXPECT_FALSE(ka_required_scope_ok("ip", 2));
 }
+
+namespace {
+
+ka_auth_result_t auth_at(ka_edge_t *edge, const std::string &secret, int64_t now_ms) {
+    const std::string header = "Bearer " + secret;
+    ka_str_t scope{"ip:read", 7};
+    ka_auth_result_t r;
+    ka_edge_authenticate(edge, header.data(), header.size(), &scope, 1, now_ms, &r);
+    return r;
+}
+
+}  // namespace
+
+TEST_F(EdgeAuthTest, AKeyIsRefusedFromTheExactMillisecondItExpires) {
+    store.set_clock([] { return kNow - 60'000; });
+    KeySpec spec{"expiring", {"ip:read"}, 100, kNow + 5'000};
+    CreatedKey k = store.create_key(acc, spec);
+    EXPECT_EQ(auth_at(edge, k.secret, kNow + 4'999).verdict, KA_AUTH_OK);
+    ka_auth_result_t r = auth_at(edge, k.secret, kNow + 5'000);
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
+    EXPECT_NE(std::string(r.reason).find("expired"), std::string::npos) << r.reason;
+}
+
+TEST_F(EdgeAuthTest, ASuspendedAccountsKeysAre403UntilItIsResumed) {
+    store.set_suspended(acc, true);
+    ka_auth_result_t r = auth(bearer());
+    EXPECT_EQ(r.verdict, KA_AUTH_ACCOUNT_SUSPENDED);
+    EXPECT_NE(std::string(r.reason).find("suspended"), std::string::npos) << r.reason;
+    store.set_suspended(acc, false);
+    EXPECT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
+}
+
+// Rolling never starts a fresh limit: every key of a chain spends the
+// state of its first key.
+TEST_F(EdgeAuthTest, ARolledKeySpendsItsPredecessorsRateState) {
+    ka_auth_result_t first = auth(bearer());
+    ASSERT_EQ(first.verdict, KA_AUTH_OK);
+    EXPECT_EQ(0, std::memcmp(first.rate_id_bin, first.key_id_bin, KA_ID_LEN));
+    RolledKey once = store.roll_key(acc, key.key.key_id, 3600);
+    RolledKey twice = store.roll_key(acc, once.successor.key.key_id, 0);
+    // the first key is in its hour of grace, the last is current
+    for (const std::string &secret : {key.secret, twice.successor.secret}) {
+        ka_auth_result_t r = auth_at(edge, secret, wall_clock_ms());
+        ASSERT_EQ(r.verdict, KA_AUTH_OK) << r.reason;
+        EXPECT_EQ(0, std::memcmp(r.rate_id_bin, key.key.key_id.data(), KA_ID_LEN));
+    }
+    // the middle key was rolled with no grace: revoked at once
+    EXPECT_EQ(auth_at(edge, once.successor.secret, wall_clock_ms()).verdict, KA_AUTH_KEY_INVALID);
+    // and the first stops when its grace ends
+    EXPECT_EQ(auth_at(edge, key.secret, wall_clock_ms() + 3'601'000).verdict, KA_AUTH_KEY_INVALID);
+}

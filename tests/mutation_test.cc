@@ -86,7 +86,7 @@ protected:
 TEST_F(MutationTest, AppliesPrimaryRecordsAndTheirDerivedTables) {
     Mutation m = put_key(key);
     m.put(Table::kAccounts, str(account),
-          encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 600, 1, "acme"}));
+          encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 600, 1, "acme", KA_DEFAULT_MAX_KEYS, 0, {}}));
     m.expect(Table::kKeysByHash, hash, std::nullopt);
     ASSERT_TRUE(apply(backend, m));
     EXPECT_EQ(get(backend, Table::kKeysByHash, hash), encode_key_record(key));
@@ -127,7 +127,7 @@ TEST_F(MutationTest, TheSameRecordsAppliedTwiceGiveTheSameStore) {
     revoked.status = KA_KEY_REVOKED;
     revoked.revoked_ms = 5;
     m.put(Table::kKeysByHash, hash, encode_key_record(revoked));
-    m.put(Table::kConsoleTokens, hash_of("token"), encode_token_record(account));
+    m.put(Table::kConsoleTokens, hash_of("token"), encode_token_record(TokenRecord{account, 0}));
     m.put(Table::kMeta, KA_META_FX_USD_INR, encode_fx_record(FxRecord{83'000'000, 7}));
     m.put(Table::kPlans, "gone", "x");
     m.erase(Table::kPlans, "gone");
@@ -298,7 +298,7 @@ TEST(StoreRetries, AStaleMutationDoesNotApply) {
         ASSERT_TRUE(was);
         stale.expect(Table::kAccounts, str(acc), was);
         stale.put(Table::kAccounts, str(acc),
-                  encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 1, 1, "stale"}));
+                  encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 1, 1, "stale", KA_DEFAULT_MAX_KEYS, 0, {}}));
     }  // not applied: the attempt ends and the writer lock is free
     store.set_entitlement(acc, 60);
     EXPECT_FALSE(apply(backend, stale));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "keyauth_schema.h"
 #include "le.h"
 
@@ -26,6 +28,13 @@ KeyRecord sample_key() {
     return r;
 }
 
+// The layout-1 bytes of a record: what writers before key lifecycle stored.
+std::string layout_one(const std::string &v2) {
+    std::string v1 = v2.substr(0, KA_KEY_RECORD_HEAD) + v2.substr(KA_KEY_RECORD_V2_HEAD);
+    v1[0] = 1;
+    return v1;
+}
+
 }  // namespace
 
 TEST(KeyRecord, RoundTrip) {
@@ -44,12 +53,48 @@ TEST(KeyRecord, RoundTrip) {
     EXPECT_EQ(back.scopes, r.scopes);
     EXPECT_EQ(back.prefix, r.prefix);
     EXPECT_EQ(back.name, r.name);
+    EXPECT_TRUE(is_none(back.rate_id));
+    EXPECT_TRUE(is_none(back.rolled_from));
+    EXPECT_TRUE(is_none(back.rolled_to));
+    EXPECT_EQ(0, std::memcmp(v.rate_id, r.key_id.data(), KA_ID_LEN));  // its own state
+}
+
+TEST(KeyRecord, RollChainRoundTrips) {
+    KeyRecord r = sample_key();
+    r.rate_id[0] = 0x11;
+    r.rolled_from[0] = 0x22;
+    r.rolled_to[11] = 0x33;
+    std::string bytes = encode_key_record(r);
+    KeyRecordView v;
+    ASSERT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.rate_id[0], 0x11);
+    KeyRecord back = v.to_owned();
+    EXPECT_EQ(back.rate_id, r.rate_id);
+    EXPECT_EQ(back.rolled_from, r.rolled_from);
+    EXPECT_EQ(back.rolled_to, r.rolled_to);
+}
+
+TEST(KeyRecord, LayoutOneStillReads) {
+    KeyRecord r = sample_key();
+    std::string v1 = layout_one(encode_key_record(r));
+    KeyRecordView v;
+    ASSERT_EQ(decode_key_record(v1.data(), v1.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_KEY_RECORD_V1);
+    EXPECT_EQ(0, std::memcmp(v.rate_id, r.key_id.data(), KA_ID_LEN));
+    EXPECT_TRUE(v.grants("ip:read"));
+    KeyRecord back = v.to_owned();
+    EXPECT_EQ(back.name, r.name);
+    EXPECT_EQ(back.scopes, r.scopes);
+    EXPECT_EQ(back.expires_ms, r.expires_ms);
+    EXPECT_TRUE(is_none(back.rolled_from) && is_none(back.rolled_to) && is_none(back.rate_id));
+    for (size_t n = 0; n < v1.size(); n++)
+        EXPECT_EQ(decode_key_record(v1.data(), n, v), DecodeStatus::kCorrupt) << n;
 }
 
 TEST(KeyRecord, LayoutIsLittleEndianAtTheDocumentedOffsets) {
     std::string bytes = encode_key_record(sample_key());
     auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
-    EXPECT_EQ(p[0], 1);  // version, LE
+    EXPECT_EQ(p[0], 2);  // version, LE
     EXPECT_EQ(p[1], 0);
     EXPECT_EQ(p[2], KA_KEY_ACTIVE);
     EXPECT_EQ(p[3], 2);  // scope count
@@ -57,8 +102,10 @@ TEST(KeyRecord, LayoutIsLittleEndianAtTheDocumentedOffsets) {
     EXPECT_EQ(p[8], 1);       // key id
     EXPECT_EQ(p[20], 0xa0);   // account id
     EXPECT_EQ(load_le<int64_t>(p + 32), 1'700'000'000'123);
-    EXPECT_EQ(p[64], 7);  // first scope length
-    EXPECT_EQ(bytes.substr(65, 7), "ip:read");
+    EXPECT_EQ(p[64], 1);  // rate id: the key's own
+    EXPECT_EQ(p[76], 0);  // rolled from: none
+    EXPECT_EQ(p[104], 7);  // first scope length
+    EXPECT_EQ(bytes.substr(105, 7), "ip:read");
 }
 
 TEST(KeyRecord, GrantsFollowTheScopeRules) {
@@ -73,10 +120,10 @@ TEST(KeyRecord, GrantsFollowTheScopeRules) {
 
 TEST(KeyRecord, UnknownVersionIsReportedWithTheVersion) {
     std::string bytes = encode_key_record(sample_key());
-    bytes[0] = 2;
+    bytes[0] = 3;
     KeyRecordView v;
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
-    EXPECT_EQ(v.version, 2);
+    EXPECT_EQ(v.version, 3);
     bytes[0] = 0;
     bytes[1] = 1;  // 256: byte order matters
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
@@ -110,10 +157,10 @@ TEST(KeyRecord, InconsistentTailIsCorrupt) {
     b[3] = 1;  // fewer scopes than stored
     EXPECT_EQ(decode_key_record(b.data(), b.size(), v), DecodeStatus::kCorrupt);
     b = good;
-    b[64] = 60;  // a scope length running past the scope area
+    b[104] = 60;  // a scope length running past the scope area
     EXPECT_EQ(decode_key_record(b.data(), b.size(), v), DecodeStatus::kCorrupt);
     b = good;
-    b[64] = 0;  // empty scope
+    b[104] = 0;  // empty scope
     EXPECT_EQ(decode_key_record(b.data(), b.size(), v), DecodeStatus::kCorrupt);
     b = good;
     b[58] = static_cast<char>(b[58] + 1);  // prefix length
@@ -147,29 +194,59 @@ TEST(KeyRecord, LargestRecordRoundTrips) {
 }
 
 TEST(AccountRecord, RoundTripAndVersion) {
-    AccountRecord a{KA_ACCOUNT_SUSPENDED, 600, 42, "Acme"};
+    AccountRecord a{KA_ACCOUNT_SUSPENDED, 600, 42, "Acme", 7, 3, {"ip:read", "dns:*"}};
     std::string bytes = encode_account_record(a);
-    ASSERT_EQ(bytes.size(), KA_ACCOUNT_RECORD_HEAD + 4);
+    ASSERT_EQ(bytes.size(), KA_ACCOUNT_RECORD_V2_HEAD + 4 + 1 + 7 + 1 + 5);
     AccountRecordView v;
     ASSERT_EQ(decode_account_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_ACCOUNT_RECORD_V2);
     EXPECT_EQ(v.status, KA_ACCOUNT_SUSPENDED);
     EXPECT_EQ(v.entitlement_rpm, 600u);
     EXPECT_EQ(v.created_ms, 42);
     EXPECT_EQ(v.name, "Acme");
+    AccountRecord back = v.to_owned();
+    EXPECT_EQ(back.max_keys, 7u);
+    EXPECT_EQ(back.live_keys, 3u);
+    EXPECT_EQ(back.allowed_scopes, a.allowed_scopes);
     bytes[0] = 5;
     EXPECT_EQ(decode_account_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
-    bytes[0] = 1;
+    bytes[0] = 2;
     EXPECT_EQ(decode_account_record(bytes.data(), bytes.size() - 1, v), DecodeStatus::kCorrupt);
     EXPECT_EQ(decode_account_record(bytes.data(), 1, v), DecodeStatus::kCorrupt);
+    a.max_keys = 0;
+    EXPECT_THROW(encode_account_record(a), std::invalid_argument);
+}
+
+// Layout 1, as stores written before account controls hold it: the default
+// cap, any scope, and a live-key count still to be made.
+TEST(AccountRecord, LayoutOneStillReads) {
+    std::string v1(KA_ACCOUNT_RECORD_HEAD, '\0');
+    v1[0] = 1;
+    v1[2] = KA_ACCOUNT_ACTIVE;
+    v1[3] = 4;
+    v1[4] = static_cast<char>(0x58);  // 600 = 0x0258
+    v1[5] = 0x02;
+    v1[8] = 42;
+    v1 += "Acme";
+    AccountRecordView v;
+    ASSERT_EQ(decode_account_record(v1.data(), v1.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_ACCOUNT_RECORD_V1);
+    EXPECT_EQ(v.entitlement_rpm, 600u);
+    EXPECT_EQ(v.created_ms, 42);
+    EXPECT_EQ(v.name, "Acme");
+    EXPECT_EQ(v.max_keys, KA_DEFAULT_MAX_KEYS);
+    EXPECT_EQ(v.live_keys, KA_LIVE_KEYS_UNKNOWN);
+    EXPECT_TRUE(v.to_owned().allowed_scopes.empty());
+    EXPECT_EQ(decode_account_record(v1.data(), v1.size() - 1, v), DecodeStatus::kCorrupt);
 }
 
 // Found by fuzz_records: a name longer than any writer may store decoded as
 // valid, and re-encoding it threw.
 TEST(AccountRecord, OverlongNameIsCorrupt) {
-    AccountRecord a{KA_ACCOUNT_ACTIVE, 600, 42, std::string(KA_NAME_MAX_LEN, 'n')};
-    std::string bytes = encode_account_record(a) + std::string(KA_ACCOUNT_RECORD_HEAD, 'x');
+    AccountRecord a{KA_ACCOUNT_ACTIVE, 600, 42, std::string(KA_NAME_MAX_LEN, 'n'), 10, 0, {}};
+    std::string bytes = encode_account_record(a) + std::string(KA_ACCOUNT_RECORD_V2_HEAD, 'x');
     bytes[3] = static_cast<char>(KA_NAME_MAX_LEN + 1);  // name_len 201
-    bytes.resize(KA_ACCOUNT_RECORD_HEAD + KA_NAME_MAX_LEN + 1);
+    bytes.resize(KA_ACCOUNT_RECORD_V2_HEAD + KA_NAME_MAX_LEN + 1);
     AccountRecordView v;
     EXPECT_EQ(decode_account_record(bytes.data(), bytes.size(), v), DecodeStatus::kCorrupt);
 }
@@ -178,11 +255,18 @@ TEST(TokenRecord, RoundTripAndVersion) {
     Id id{};
     id[0] = 9;
     id[11] = 7;
-    std::string bytes = encode_token_record(id);
-    Id back{};
+    std::string bytes = encode_token_record(TokenRecord{id, 1234});
+    TokenRecord back;
     ASSERT_EQ(decode_token_record(bytes.data(), bytes.size(), back), DecodeStatus::kOk);
-    EXPECT_EQ(back, id);
+    EXPECT_EQ(back.account_id, id);
+    EXPECT_EQ(back.expires_ms, 1234);
     EXPECT_EQ(decode_token_record(bytes.data(), bytes.size() - 1, back), DecodeStatus::kCorrupt);
+    // Layout 1 (16 bytes, no expiry) still reads: a token that never expires.
+    std::string v1 = bytes.substr(0, KA_TOKEN_RECORD_SIZE);
+    v1[0] = 1;
+    ASSERT_EQ(decode_token_record(v1.data(), v1.size(), back), DecodeStatus::kOk);
+    EXPECT_EQ(back.account_id, id);
+    EXPECT_EQ(back.expires_ms, 0);
     bytes[0] = 3;
     EXPECT_EQ(decode_token_record(bytes.data(), bytes.size(), back), DecodeStatus::kUnknownVersion);
 }

@@ -26,8 +26,10 @@ protected:
         store.set_clock([this] { return now++; });
     }
 
-    Id account(uint32_t entitlement = 600) {
-        return store.create_account("acme", entitlement).account.id;
+    Id account(uint32_t entitlement = 600, uint32_t max_keys = 100000) {
+        AccountChanges controls;
+        controls.max_keys = max_keys;
+        return store.create_account("acme", entitlement, controls).account.id;
     }
 
     size_t key_count(const Id &acc) { return store.list_keys(acc, 1000, std::nullopt).keys.size(); }
@@ -209,7 +211,9 @@ TEST_F(StoreTest, ReopeningKeepsEverything) {
 TEST(StoreFull, MapFullIsAnErrorAndTheStoreStaysUsable) {
     TempDir dir;
     Store store(dir.sub("db"), size_t{1} << 20);
-    Id acc = store.create_account("a", 10).account.id;
+    AccountChanges many;
+    many.max_keys = 100000;
+    Id acc = store.create_account("a", 10, many).account.id;
     bool full = false;
     size_t made = 0;
     for (int i = 0; i < 100000 && !full; i++) {
@@ -237,7 +241,9 @@ TEST(StoreMapSize, TheLargerOfAskedAndRecordedWins) {
     Id acc;
     {
         Store big(dir.sub("db"), size_t{64} << 20);
-        acc = big.create_account("a", 10).account.id;
+        AccountChanges many;
+        many.max_keys = 100000;
+        acc = big.create_account("a", 10, many).account.id;
         big.create_keys(acc, "k", {"ip:read"}, 10, 3000);  // more than 1 MiB
     }
     Store small(dir.sub("db"), size_t{1} << 20);

@@ -159,7 +159,7 @@ int64_t populate(etcd::Client &c, unsigned accounts, unsigned keys_per_account) 
                         "not a hash either");
         }
     }
-    rev = write(c, Table::kConsoleTokens, kt::test_hash(7777), encode_token_record(kt::test_id(1)));
+    rev = write(c, Table::kConsoleTokens, kt::test_hash(7777), encode_token_record(TokenRecord{kt::test_id(1), 0}));
     rev = write(c, Table::kPlans, "basic", kt::plan_record("basic", 49900));
     rev = write(c, Table::kPlans, "pro", kt::plan_record("pro", 99900));
     rev = write(c, Table::kMeta, KA_META_CATALOG_VERSION, kt::u64_le(2));

@@ -13,8 +13,10 @@ extern const char kUsage[];
 const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
        keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
-  account create --name NAME --entitlement RPM
-        create an account; prints its id and a one-time console token
+  account create --name NAME --entitlement RPM [--max-keys N] [--allowed-scope S ...]
+        create an account; prints its id and a one-time console token.
+        --max-keys caps its active keys (default 100); --allowed-scope
+        limits the scopes its keys may have (default: any)
   account list
   account set-entitlement --account ACC_ID --entitlement RPM
   key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM [--count N]
@@ -45,7 +47,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
                   written, 4096 for a new store); not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE";
-only --scope may be given more than once. An unknown command or option, a
+only --scope and --allowed-scope may be given more than once. An unknown command or option, a
 missing value, a repeated option or an extra argument is a usage error
 (exit 2); a store that refuses the request exits 1.
 )";
@@ -82,7 +84,11 @@ namespace {
 const std::vector<Command> kCommands = {
     {"init", "", {}, {}, true},
     {"doctor", "", {}, {{"user", false, false}}, false},
-    {"account", "create", {}, {{"name", true, false}, {"entitlement", true, false}}, true},
+    {"account",
+     "create",
+     {},
+     {{"name", true, false}, {"entitlement", true, false}, {"max-keys", false, false}, {"allowed-scope", false, true}},
+     true},
     {"account", "list", {}, {}, true},
     {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
     {"key",

@@ -1,6 +1,10 @@
 #include "commands.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -30,6 +34,15 @@ std::string key_line(const json &k) {
            "/min  " + scopes + "  " + k["name"].get<std::string>() + "\n";
 }
 
+// Operators are named in the audit trail by the login that ran keyauthctl
+// (the one sudo was called from, when it was).
+keyauth::Actor operator_actor() {
+    const char *sudo = std::getenv("SUDO_USER");
+    if (sudo && *sudo) return keyauth::Actor::operator_named(sudo);
+    struct passwd *pw = getpwuid(geteuid());
+    return keyauth::Actor::operator_named(pw ? pw->pw_name : std::to_string(geteuid()));
+}
+
 uint32_t entitlement_of(keyauth::Store &store, const Id &account) {
     auto acc = store.find_account(account);
     return acc ? acc->record.entitlement_rpm : 0;
@@ -41,7 +54,11 @@ int run_account(keyauth::Store &store, const Args &a) {
     const bool as_json = a.as_json;
     const std::string verb = a.words.size() > 1 ? a.words[1] : "";
     if (verb == "create") {
-        auto made = store.create_account(a.need("name"), parse_u32(a.need("entitlement"), "--entitlement"));
+        keyauth::AccountChanges controls;
+        if (auto max = a.opt("max-keys")) controls.max_keys = parse_u32(*max, "--max-keys");
+        if (a.options.count("allowed-scope")) controls.allowed_scopes = a.all("allowed-scope");
+        auto made = store.create_account(a.need("name"), parse_u32(a.need("entitlement"), "--entitlement"),
+                                         controls, operator_actor());
         json j = keyauth::account_to_json(made.account);
         j["consoleToken"] = made.console_token;
         print(as_json, j,
@@ -102,7 +119,7 @@ int run_key(keyauth::Store &store, const Args &a) {
                 left -= batch;
                 if (!ent_known) ent = entitlement_of(store, account), ent_known = true;
                 for (const auto &k : made) {
-                    json j = keyauth::key_to_json(k.key, ent);
+                    json j = keyauth::key_to_json(k.key, ent, store.now());
                     j["secret"] = k.secret;
                     text += "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " +
                             k.secret + "\n";
@@ -131,7 +148,7 @@ int run_key(keyauth::Store &store, const Args &a) {
         json arr = json::array();
         std::string text;
         for (const auto &k : page.keys) {
-            arr.push_back(keyauth::key_to_json(k, ent));
+            arr.push_back(keyauth::key_to_json(k, ent, store.now()));
             text += key_line(arr.back());
         }
         json next = page.next ? json(keyauth::id_to_string(keyauth::kKeyIdPrefix, *page.next))
@@ -146,7 +163,7 @@ int run_key(keyauth::Store &store, const Args &a) {
         std::optional<Id> owner;
         if (auto acc = a.opt("account")) owner = parse_id_arg(keyauth::kAccountIdPrefix, *acc, "--account");
         auto rec = store.revoke_key(owner, key);
-        json j = keyauth::key_to_json(rec, entitlement_of(store, rec.account_id));
+        json j = keyauth::key_to_json(rec, entitlement_of(store, rec.account_id), store.now());
         print(as_json, j, "key " + j["id"].get<std::string>() + " revoked\n");
         return 0;
     }

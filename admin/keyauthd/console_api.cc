@@ -9,6 +9,7 @@
 
 #include "auth_header.h"
 #include "key_json.h"
+#include "rfc3339.h"
 #include "strict_json.h"
 
 namespace keyauth {
@@ -17,7 +18,7 @@ namespace {
 using nlohmann::json;
 
 const std::string kKeysPath = "/v1/keys";
-const std::string kRevokeSuffix = "/revoke";
+const std::string kAuditPath = "/v1/audit";
 
 HttpResponse json_response(int status, const json &body) { return keyauth::json_response(status, body.dump()); }
 
@@ -39,7 +40,8 @@ bool is_json_media_type(const std::string &content_type) {
     return type == "application/json";
 }
 
-// Console tokens travel as Bearer credentials too.
+// Console tokens travel as Bearer credentials too; a suspended account's
+// token is known but refused.
 std::optional<Id> authenticate(Store &store, const HttpRequest &req, HttpResponse &denied) {
     std::string_view token;
     BearerParse parsed = req.has_authorization ? parse_bearer(req.authorization, token)
@@ -50,14 +52,20 @@ std::optional<Id> authenticate(Store &store, const HttpRequest &req, HttpRespons
         denied.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"console\"");
         return std::nullopt;
     }
-    std::optional<Id> account;
-    if (parsed == BearerParse::kFound) account = store.account_for_console_token(token);
-    if (!account) {
+    std::optional<ConsoleLogin> login;
+    if (parsed == BearerParse::kFound) login = store.console_login(token);
+    if (!login) {
         denied = json_error(401, "INVALID_CONSOLE_TOKEN", "The console token is invalid");
         denied.headers.emplace_back("WWW-Authenticate",
                                     "Bearer realm=\"console\", error=\"invalid_token\"");
+        return std::nullopt;
     }
-    return account;
+    if (login->suspended) {
+        denied = json_error(403, "ACCOUNT_SUSPENDED", "This account is suspended");
+        denied.account = id_to_string(kAccountIdPrefix, login->account);
+        return std::nullopt;
+    }
+    return login->account;
 }
 
 std::optional<size_t> parse_limit(const std::string &text) {
@@ -79,8 +87,10 @@ HttpResponse ConsoleApi::handle(const HttpRequest &req) noexcept {
     } catch (const StoreError &e) {
         switch (e.kind()) {
         case StoreError::Kind::kInvalid: return invalid(e.field(), e.what());
-        case StoreError::Kind::kNotFound: return json_error(404, "NOT_FOUND", e.what());
-        case StoreError::Kind::kConflict: return json_error(409, "CONFLICT", e.what());
+        case StoreError::Kind::kNotFound: return json_error(404, "KEY_NOT_FOUND", "No such key");
+        case StoreError::Kind::kConflict:
+            return json_error(409, e.code().empty() ? "CONFLICT" : e.code(), e.what());
+        case StoreError::Kind::kForbidden: return json_error(403, e.code(), e.what(), e.field());
         case StoreError::Kind::kBusy: return json_error(503, "STORE_BUSY", e.what());
         case StoreError::Kind::kUnavailable: {
             HttpResponse r = json_error(503, "STORE_UNAVAILABLE",
@@ -128,143 +138,299 @@ HttpResponse ConsoleApi::handle(const HttpRequest &req) noexcept {
     }
 }
 
+// The JSON object body of a write, or the answer that refuses it.
+std::optional<json> ConsoleApi::object_body(const HttpRequest &req, HttpResponse &refused) {
+    if (!is_json_media_type(req.content_type)) {
+        refused = json_error(415, "UNSUPPORTED_MEDIA_TYPE",
+                             "The body must be JSON: Content-Type: application/json");
+        return std::nullopt;
+    }
+    if (req.body.size() > kMaxBody) {
+        refused = json_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB");
+        return std::nullopt;
+    }
+    std::string duplicate;
+    json body = parse_json_strict(req.body, duplicate);
+    if (!duplicate.empty()) {
+        refused = invalid(duplicate, "Field \"" + duplicate + "\" appears more than once");
+    } else if (body.is_discarded()) {
+        refused = invalid("body", "The body is not valid JSON (or not valid UTF-8)");
+    } else if (!body.is_object()) {
+        refused = invalid("body", "The body must be a JSON object");
+    } else {
+        return body;
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+// Field readers: each returns the refusal naming the field, or nothing.
+std::optional<HttpResponse> read_name(const json &v, std::string &out) {
+    if (!v.is_string()) return invalid("name", "name must be a string");
+    out = v.get<std::string>();
+    return std::nullopt;
+}
+
+std::optional<HttpResponse> read_scopes(const json &v, std::vector<std::string> &out) {
+    if (!v.is_array()) return invalid("scopes", "scopes must be an array of strings");
+    if (v.size() > KA_SCOPES_MAX) return invalid("scopes", "at most " + std::to_string(KA_SCOPES_MAX) + " scopes");
+    out.clear();
+    for (const auto &s : v) {
+        if (!s.is_string()) return invalid("scopes", "scopes must be an array of strings");
+        out.push_back(s.get<std::string>());
+    }
+    return std::nullopt;
+}
+
+std::optional<HttpResponse> read_rate(const json &v, uint32_t &out) {
+    if (!v.is_number_integer())
+        return invalid("rateLimitPerMinute", "rateLimitPerMinute must be an integer");
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > kMaxRatePerMinute : v.get<int64_t>() < 1)
+        return invalid("rateLimitPerMinute",
+                       "rateLimitPerMinute must be an integer from 1 to " + std::to_string(kMaxRatePerMinute));
+    out = static_cast<uint32_t>(v.get<int64_t>());
+    return std::nullopt;
+}
+
+// expiresAt: an RFC 3339 time (null: never, where allow_null).
+std::optional<HttpResponse> read_expiry(const json &v, bool allow_null, int64_t &out) {
+    if (v.is_null() && allow_null) {
+        out = 0;
+        return std::nullopt;
+    }
+    std::optional<int64_t> t;
+    if (v.is_string()) t = parse_time(v.get<std::string>());
+    if (!t)
+        return invalid("expiresAt", std::string("expiresAt must be an RFC 3339 time such as "
+                                                "2027-01-31T12:00:00Z") + (allow_null ? ", or null" : ""));
+    out = *t;
+    return std::nullopt;
+}
+
+std::optional<HttpResponse> only_fields(const json &body, const std::set<std::string> &fields,
+                                        const char *expected) {
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        if (!fields.count(it.key()))
+            return invalid(it.key(), "Unknown field \"" + it.key() + "\"; expected " + expected);
+    }
+    return std::nullopt;
+}
+
+// /v1/keys/{id} and /v1/keys/{id}/{action}: the id text and the action.
+bool split_key_path(const std::string &path, std::string &id, std::string &action) {
+    if (path.compare(0, kKeysPath.size() + 1, kKeysPath + "/") != 0) return false;
+    std::string rest = path.substr(kKeysPath.size() + 1);
+    size_t slash = rest.find('/');
+    id = rest.substr(0, slash);
+    action = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    return !id.empty() && action.find('/') == std::string::npos &&
+           (slash == std::string::npos || !action.empty());
+}
+
+HttpResponse key_not_found() { return json_error(404, "KEY_NOT_FOUND", "No such key"); }
+
+}  // namespace
+
 HttpResponse ConsoleApi::route(const HttpRequest &req) {
-    const bool is_collection = req.path == kKeysPath;
-    const bool is_revoke = req.path.size() > kKeysPath.size() + 1 + kRevokeSuffix.size() &&
-                           req.path.compare(0, kKeysPath.size() + 1, kKeysPath + "/") == 0 &&
-                           req.path.compare(req.path.size() - kRevokeSuffix.size(),
-                                            kRevokeSuffix.size(), kRevokeSuffix) == 0;
-    if (!is_collection && !is_revoke) {
+    std::string id, action;
+    enum class Route { kKeys, kKey, kRevoke, kRoll, kAudit } route;
+    const char *allow = nullptr;
+    if (req.path == kKeysPath) {
+        route = Route::kKeys;
+        allow = "GET, POST";
+    } else if (req.path == kAuditPath) {
+        route = Route::kAudit;
+        allow = "GET";
+    } else if (!split_key_path(req.path, id, action)) {
+        return json_error(404, "NOT_FOUND", "No such endpoint");
+    } else if (action.empty()) {
+        route = Route::kKey;
+        allow = "GET, PATCH";
+    } else if (action == "revoke" || action == "roll") {
+        route = action == "revoke" ? Route::kRevoke : Route::kRoll;
+        allow = "POST";
+    } else {
         return json_error(404, "NOT_FOUND", "No such endpoint");
     }
-    if (is_collection && req.method != "GET" && req.method != "POST") {
-        return method_not_allowed("GET, POST");
-    }
-    if (is_revoke && req.method != "POST") {
-        return method_not_allowed("POST");
+    if ((", " + std::string(allow) + ",").find(", " + req.method + ",") == std::string::npos) {
+        return method_not_allowed(allow);
     }
 
     HttpResponse denied;
     std::optional<Id> account = authenticate(store_, req, denied);
     if (!account) return denied;
+    const Actor actor = Actor::console(*account, req.client_address);
 
     HttpResponse res;
-    if (is_revoke) {
-        std::string id = req.path.substr(kKeysPath.size() + 1, req.path.size() - kKeysPath.size() -
-                                                                   1 - kRevokeSuffix.size());
-        res = revoke_key(*account, id);
-    } else if (req.method == "POST") {
-        res = create_key(*account, req);
-    } else {
-        res = list_keys(*account, req);
+    switch (route) {
+    case Route::kKeys: res = req.method == "POST" ? create_key(*account, actor, req) : list_keys(*account, req); break;
+    case Route::kKey: res = req.method == "GET" ? get_key(*account, id) : update_key(*account, actor, id, req); break;
+    case Route::kRevoke: res = revoke_key(*account, actor, id); break;
+    case Route::kRoll: res = roll_key(*account, actor, id, req); break;
+    case Route::kAudit: res = list_audit(*account, req); break;
     }
     res.account = id_to_string(kAccountIdPrefix, *account);
     return res;
 }
 
-HttpResponse ConsoleApi::create_key(const Id &account, const HttpRequest &req) {
-    if (!is_json_media_type(req.content_type)) {
-        return json_error(415, "UNSUPPORTED_MEDIA_TYPE",
-                             "The body must be JSON: Content-Type: application/json");
+json ConsoleApi::key_json(const KeyRecord &key, uint32_t entitlement) {
+    return key_to_json(key, entitlement, store_.now());
+}
+
+uint32_t ConsoleApi::entitlement_of(const Id &account) {
+    auto acc = store_.find_account(account);
+    return acc ? acc->record.entitlement_rpm : 0;
+}
+
+HttpResponse ConsoleApi::create_key(const Id &account, const Actor &actor, const HttpRequest &req) {
+    HttpResponse refused;
+    std::optional<json> parsed = object_body(req, refused);
+    if (!parsed) return refused;
+    const json &body = *parsed;
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt"},
+                             "name, scopes, rateLimitPerMinute, expiresAt"))
+        return *r;
+    for (const char *f : {"name", "scopes", "rateLimitPerMinute"}) {
+        if (!body.contains(f)) return invalid(f, std::string("Missing field \"") + f + "\"");
     }
-    if (req.body.size() > kMaxBody) {
-        return json_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB");
-    }
-    std::string duplicate;
-    json body = parse_json_strict(req.body, duplicate);
-    if (!duplicate.empty()) {
-        return invalid(duplicate, "Field \"" + duplicate + "\" appears more than once");
-    }
-    if (body.is_discarded()) {
-        return invalid("body", "The body is not valid JSON (or not valid UTF-8)");
-    }
-    if (!body.is_object()) {
-        return invalid("body", "The body must be a JSON object");
-    }
-    static const std::set<std::string> kFields = {"name", "scopes", "rateLimitPerMinute"};
-    for (auto it = body.begin(); it != body.end(); ++it) {
-        if (!kFields.count(it.key())) {
-            return invalid(it.key(), "Unknown field \"" + it.key() +
-                                         "\"; expected name, scopes, rateLimitPerMinute");
-        }
-    }
-    for (const auto &f : kFields) {
-        if (!body.contains(f)) return invalid(f, "Missing field \"" + f + "\"");
-    }
-    const json &name = body["name"];
-    const json &scopes = body["scopes"];
-    const json &rate = body["rateLimitPerMinute"];
-    if (!name.is_string()) return invalid("name", "name must be a string");
-    if (!scopes.is_array()) return invalid("scopes", "scopes must be an array of strings");
-    if (scopes.size() > KA_SCOPES_MAX) {
-        return invalid("scopes", "at most " + std::to_string(KA_SCOPES_MAX) + " scopes");
-    }
-    std::vector<std::string> scope_list;
-    for (const auto &s : scopes) {
-        if (!s.is_string()) return invalid("scopes", "scopes must be an array of strings");
-        scope_list.push_back(s.get<std::string>());
-    }
-    if (!rate.is_number_integer()) {
-        return invalid("rateLimitPerMinute", "rateLimitPerMinute must be an integer");
-    }
-    if (rate.is_number_unsigned() ? rate.get<uint64_t>() > kMaxRatePerMinute
-                                  : rate.get<int64_t>() < 1) {
-        return invalid("rateLimitPerMinute", "rateLimitPerMinute must be an integer from 1 to " +
-                                                 std::to_string(kMaxRatePerMinute));
+    KeySpec spec;
+    if (auto r = read_name(body["name"], spec.name)) return *r;
+    if (auto r = read_scopes(body["scopes"], spec.scopes)) return *r;
+    if (auto r = read_rate(body["rateLimitPerMinute"], spec.requested_rpm)) return *r;
+    if (body.contains("expiresAt")) {
+        if (auto r = read_expiry(body["expiresAt"], false, spec.expires_ms)) return *r;
     }
     // Read before the write: once the key is committed, nothing may fail
     // between it and the one answer that carries its secret.
-    auto acc = store_.find_account(account);
-    CreatedKey made = store_.create_key(account, name.get<std::string>(), scope_list,
-                                        static_cast<uint32_t>(rate.get<int64_t>()));
-    json out = key_to_json(made.key, acc ? acc->record.entitlement_rpm : 0);
+    const uint32_t entitlement = entitlement_of(account);
+    CreatedKey made = store_.create_key(account, spec, actor);
+    json out = key_json(made.key, entitlement);
     out["secret"] = made.secret;
     HttpResponse r = json_response(201, out);
     r.headers.emplace_back("Cache-Control", "no-store");  // the one and only copy of the secret
     return r;
 }
 
-HttpResponse ConsoleApi::list_keys(const Id &account, const HttpRequest &req) {
-    size_t limit = kDefaultPage;
+std::optional<HttpResponse> ConsoleApi::page_args(const HttpRequest &req, std::string_view id_prefix,
+                                                  size_t &limit, std::optional<Id> &after) {
+    limit = kDefaultPage;
     if (req.has_limit) {
         auto parsed = parse_limit(req.query_limit);
-        if (!parsed) {
-            return invalid("limit", "limit must be an integer from 1 to " + std::to_string(kMaxPage));
-        }
+        if (!parsed) return invalid("limit", "limit must be an integer from 1 to " + std::to_string(kMaxPage));
         limit = *parsed;
     }
-    std::optional<Id> after;
     if (req.has_cursor) {
         Id id{};
-        if (!parse_id(kKeyIdPrefix, req.query_cursor, id)) {
+        if (!parse_id(id_prefix, req.query_cursor, id))
             return invalid("cursor", "cursor must be a nextCursor value from an earlier page");
-        }
         after = id;
     }
+    return std::nullopt;
+}
+
+HttpResponse ConsoleApi::list_keys(const Id &account, const HttpRequest &req) {
+    size_t limit;
+    std::optional<Id> after;
+    if (auto r = page_args(req, kKeyIdPrefix, limit, after)) return *r;
     KeyPage page = store_.list_keys(account, limit, after);
-    auto acc = store_.find_account(account);
-    uint32_t entitlement = acc ? acc->record.entitlement_rpm : 0;
+    const uint32_t entitlement = entitlement_of(account);
     json keys = json::array();
-    for (const auto &k : page.keys) keys.push_back(key_to_json(k, entitlement));
+    for (const auto &k : page.keys) keys.push_back(key_json(k, entitlement));
     json next = page.next ? json(id_to_string(kKeyIdPrefix, *page.next)) : json(nullptr);
     HttpResponse r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
 }
 
-HttpResponse ConsoleApi::revoke_key(const Id &account, const std::string &id_text) {
+HttpResponse ConsoleApi::get_key(const Id &account, const std::string &id_text) {
     Id id{};
     // An id that cannot exist and another account's key look the same.
-    auto not_found = [] { return json_error(404, "KEY_NOT_FOUND", "No such key"); };
-    if (!parse_id(kKeyIdPrefix, id_text, id)) return not_found();
-    try {
-        auto acc = store_.find_account(account);
-        KeyRecord rec = store_.revoke_key(account, id);
-        return json_response(200, key_to_json(rec, acc ? acc->record.entitlement_rpm : 0));
-    } catch (const StoreError &e) {
-        if (e.kind() == StoreError::Kind::kNotFound) return not_found();
-        throw;
+    if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
+    auto key = store_.find_key(id);
+    if (!key || key->account_id != account) return key_not_found();
+    HttpResponse r = json_response(200, key_json(*key, entitlement_of(account)));
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
+}
+
+HttpResponse ConsoleApi::update_key(const Id &account, const Actor &actor, const std::string &id_text,
+                                    const HttpRequest &req) {
+    Id id{};
+    if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
+    HttpResponse refused;
+    std::optional<json> parsed = object_body(req, refused);
+    if (!parsed) return refused;
+    const json &body = *parsed;
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt"},
+                             "any of name, scopes, rateLimitPerMinute, expiresAt"))
+        return *r;
+    if (body.empty())
+        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt");
+    KeyChanges changes;
+    if (body.contains("name")) {
+        if (auto r = read_name(body["name"], changes.name.emplace())) return *r;
     }
+    if (body.contains("scopes")) {
+        if (auto r = read_scopes(body["scopes"], changes.scopes.emplace())) return *r;
+    }
+    if (body.contains("rateLimitPerMinute")) {
+        if (auto r = read_rate(body["rateLimitPerMinute"], changes.requested_rpm.emplace())) return *r;
+    }
+    if (body.contains("expiresAt")) {
+        if (auto r = read_expiry(body["expiresAt"], true, changes.expires_ms.emplace())) return *r;
+    }
+    KeyRecord rec = store_.update_key(account, id, changes, actor);
+    return json_response(200, key_json(rec, entitlement_of(account)));
+}
+
+HttpResponse ConsoleApi::revoke_key(const Id &account, const Actor &actor, const std::string &id_text) {
+    Id id{};
+    if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
+    KeyRecord rec = store_.revoke_key(account, id, actor);
+    return json_response(200, key_json(rec, entitlement_of(account)));
+}
+
+HttpResponse ConsoleApi::roll_key(const Id &account, const Actor &actor, const std::string &id_text,
+                                  const HttpRequest &req) {
+    Id id{};
+    if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
+    int64_t grace = 0;
+    // The body is optional: none (or an empty one) rolls with no grace.
+    if (!req.body.empty() || !req.content_type.empty()) {
+        HttpResponse refused;
+        std::optional<json> parsed = object_body(req, refused);
+        if (!parsed) return refused;
+        const json &body = *parsed;
+        if (auto r = only_fields(body, {"gracePeriodSeconds"}, "gracePeriodSeconds")) return *r;
+        if (body.contains("gracePeriodSeconds")) {
+            const json &g = body["gracePeriodSeconds"];
+            if (!g.is_number_integer() ||
+                (g.is_number_unsigned() ? g.get<uint64_t>() > uint64_t(Store::kMaxGraceSeconds) : g.get<int64_t>() < 0))
+                return invalid("gracePeriodSeconds", "gracePeriodSeconds must be an integer from 0 to 604800");
+            grace = g.get<int64_t>();
+        }
+    }
+    const uint32_t entitlement = entitlement_of(account);
+    RolledKey rolled = store_.roll_key(account, id, grace, actor);
+    json out = key_json(rolled.successor.key, entitlement);
+    out["secret"] = rolled.successor.secret;
+    HttpResponse r = json_response(201, out);
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
+}
+
+HttpResponse ConsoleApi::list_audit(const Id &account, const HttpRequest &req) {
+    size_t limit;
+    std::optional<Id> after;
+    if (auto r = page_args(req, kEventIdPrefix, limit, after)) return *r;
+    AuditPage page = store_.list_audit(account, limit, after);
+    json events = json::array();
+    for (const auto &e : page.events) events.push_back(audit_to_json(e));
+    json next = page.next ? json(id_to_string(kEventIdPrefix, *page.next)) : json(nullptr);
+    HttpResponse r = json_response(200, json{{"events", events}, {"nextCursor", next}});
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
 }
 
 }  // namespace keyauth

@@ -1,9 +1,13 @@
-// The developer console's key-management API (/v1/keys), independent of the
+// The developer console's API (/v1/keys, /v1/audit), independent of the
 // HTTP server that carries it: keyauthd maps each request to a HttpRequest
 // and writes the HttpResponse back, and the unit tests call it directly.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "http_exchange.h"
 #include "store.h"
@@ -23,9 +27,21 @@ public:
 
 private:
     HttpResponse route(const HttpRequest &req);
-    HttpResponse create_key(const Id &account, const HttpRequest &req);
+    HttpResponse create_key(const Id &account, const Actor &actor, const HttpRequest &req);
     HttpResponse list_keys(const Id &account, const HttpRequest &req);
-    HttpResponse revoke_key(const Id &account, const std::string &id_text);
+    HttpResponse get_key(const Id &account, const std::string &id_text);
+    HttpResponse update_key(const Id &account, const Actor &actor, const std::string &id_text,
+                            const HttpRequest &req);
+    HttpResponse revoke_key(const Id &account, const Actor &actor, const std::string &id_text);
+    HttpResponse roll_key(const Id &account, const Actor &actor, const std::string &id_text,
+                          const HttpRequest &req);
+    HttpResponse list_audit(const Id &account, const HttpRequest &req);
+
+    static std::optional<nlohmann::json> object_body(const HttpRequest &req, HttpResponse &refused);
+    static std::optional<HttpResponse> page_args(const HttpRequest &req, std::string_view id_prefix,
+                                                 size_t &limit, std::optional<Id> &after);
+    nlohmann::json key_json(const KeyRecord &key, uint32_t entitlement);
+    uint32_t entitlement_of(const Id &account);
 
     Store &store_;
 };

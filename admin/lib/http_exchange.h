@@ -26,6 +26,7 @@ struct HttpRequest {
     std::string authorization;  // Authorization header value
     bool has_authorization = false;
     std::string content_type;
+    std::string client_address;  // for the audit trail (http_server.cc says whose)
     std::string body;
 };
 

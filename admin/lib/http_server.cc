@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "bounded_pool.h"
+#include "cli_values.h"
 #include "url.h"
 
 namespace keyauth {
@@ -332,8 +333,20 @@ private:
         in.has_authorization = auth != req.end();
         if (in.has_authorization) in.authorization = std::string(auth->value());
         in.content_type = std::string(req[http::field::content_type]);
+        in.client_address = client_address(req);
         in.body = req.body();
         return srv_.handler(in);
+    }
+
+    // The address a request came from: nginx's X-Real-IP when nginx (on
+    // loopback, as DESIGN places it) passed one on, else the peer's.
+    std::string client_address(const http::request<http::string_body> &req) const {
+        auto real = req.find("X-Real-IP");
+        if (real != req.end() && is_loopback_address(remote_)) {
+            std::string v(real->value());
+            if (v.size() <= 64 && is_ip_address(v)) return v;
+        }
+        return remote_;
     }
 
     void respond(HttpResponse out) {

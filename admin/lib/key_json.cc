@@ -1,23 +1,28 @@
 #include "key_json.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 
 namespace keyauth {
 
-std::string format_time(int64_t ms) {
-    time_t secs = static_cast<time_t>(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char buf[64];
-    snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             static_cast<int>(ms % 1000));
-    return buf;
+namespace {
+
+nlohmann::json time_or_null(int64_t ms) {
+    return ms ? nlohmann::json(format_time(ms)) : nlohmann::json(nullptr);
 }
 
-nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm) {
+nlohmann::json key_id_or_null(const Id &id) {
+    return is_none(id) ? nlohmann::json(nullptr) : nlohmann::json(id_to_string(kKeyIdPrefix, id));
+}
+
+}  // namespace
+
+const char *key_status(const KeyRecord &key, int64_t now_ms) {
+    if (key.status == KA_KEY_REVOKED) return "revoked";
+    if (key.expires_ms != 0 && now_ms >= key.expires_ms) return "expired";
+    return "active";
+}
+
+nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms) {
     return {
         {"id", id_to_string(kKeyIdPrefix, key.key_id)},
         {"name", key.name},
@@ -25,10 +30,14 @@ nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm) {
         {"scopes", key.scopes},
         {"rateLimitPerMinute", std::min(key.requested_rpm, entitlement_rpm)},
         {"requestedRateLimitPerMinute", key.requested_rpm},
-        {"status", key.status == KA_KEY_REVOKED ? "revoked" : "active"},
+        {"status", key_status(key, now_ms)},
         {"createdAt", format_time(key.created_ms)},
-        {"revokedAt", key.revoked_ms ? nlohmann::json(format_time(key.revoked_ms))
-                                     : nlohmann::json(nullptr)},
+        {"revokedAt", time_or_null(key.revoked_ms)},
+        {"expiresAt", time_or_null(key.expires_ms)},
+        {"rolledFrom", key_id_or_null(key.rolled_from)},
+        {"rolledTo", key_id_or_null(key.rolled_to)},
+        {"lastUsedAt", nullptr},
+        {"usage", {{"allowed", 0}, {"rateLimited", 0}}},
     };
 }
 
@@ -39,6 +48,10 @@ nlohmann::json account_to_json(const Account &account) {
         {"entitlementPerMinute", account.record.entitlement_rpm},
         {"status", account.record.status == KA_ACCOUNT_ACTIVE ? "active" : "suspended"},
         {"createdAt", format_time(account.record.created_ms)},
+        {"maxKeys", account.record.max_keys},
+        {"allowedScopes", account.record.allowed_scopes.empty()
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json(account.record.allowed_scopes)},
     };
 }
 

@@ -8,17 +8,20 @@
 #include <string>
 
 #include "records.h"
+#include "rfc3339.h"
 #include "store.h"
 
 namespace keyauth {
 
-// RFC 3339 UTC with milliseconds: 2026-11-21T23:59:01.123Z
-std::string format_time(int64_t ms);
+// "active", "revoked" or "expired" (revoked first, whatever else it is).
+const char *key_status(const KeyRecord &key, int64_t now_ms);
 
-// Key object: id, name, prefix, scopes, rateLimitPerMinute (effective:
-// capped at the account entitlement), requestedRateLimitPerMinute, status,
-// createdAt, revokedAt. Never the secret or its hash.
-nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm);
+// Key object (DESIGN.md): id, name, prefix, scopes, rateLimitPerMinute
+// (effective: capped at the account entitlement), requestedRateLimitPerMinute,
+// status at now_ms, createdAt, revokedAt, expiresAt, rolledFrom, rolledTo;
+// lastUsedAt and usage are null here (the console fills them in). Never the
+// secret or its hash.
+nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms);
 
 nlohmann::json account_to_json(const Account &account);
 

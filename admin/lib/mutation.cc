@@ -7,7 +7,7 @@ namespace {
 
 constexpr const char *kNames[kTableCount] = {
     KA_DB_KEYS_BY_HASH, KA_DB_KEYS, KA_DB_ACCOUNT_KEYS, KA_DB_ACCOUNTS,
-    KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META,
+    KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META, KA_DB_AUDIT,
 };
 static_assert(kTableCount == KA_DB_COUNT, "one Table per named database");
 
@@ -25,6 +25,8 @@ std::optional<Table> table_named(std::string_view name) noexcept {
 bool is_primary(Table table) noexcept {
     return table != Table::kKeys && table != Table::kAccountKeys;
 }
+
+bool is_mirrored(Table table) noexcept { return is_primary(table) && table != Table::kAudit; }
 
 bool is_mirrored_meta(std::string_view name) noexcept {
     return name == KA_META_CATALOG_VERSION || name == KA_META_FX_USD_INR;

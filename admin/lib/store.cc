@@ -12,6 +12,8 @@
 #include "keyauth_schema.h"
 #include "le.h"
 #include "money.h"
+#include "rfc3339.h"
+#include "scope.h"
 #include "sha256.h"
 
 namespace keyauth {
@@ -36,6 +38,29 @@ std::string account_key(const Id &account, const Id &key) {
     throw StoreError(StoreError::Kind::kCorrupt, "", msg);
 }
 
+[[noreturn]] void conflict(const char *code, const std::string &msg) {
+    throw StoreError(StoreError::Kind::kConflict, "", msg, code);
+}
+
+[[noreturn]] void forbidden(const char *code, const char *field, const std::string &msg) {
+    throw StoreError(StoreError::Kind::kForbidden, field, msg, code);
+}
+
+[[noreturn]] void no_account(const Id &id) {
+    throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, id));
+}
+
+[[noreturn]] void no_key(const Id &id) {
+    throw StoreError(StoreError::Kind::kNotFound, "id", "no key " + id_to_string(kKeyIdPrefix, id));
+}
+
+std::string rate_text(uint64_t micro) {
+    char buf[kRateTextMax];
+    return std::string(buf, format_rate(micro, buf));
+}
+
+nlohmann::json time_or_null(int64_t ms) { return ms ? nlohmann::json(format_time(ms)) : nlohmann::json(nullptr); }
+
 }  // namespace
 
 int64_t wall_clock_ms() {
@@ -51,8 +76,58 @@ Account account_from(const Id &id, std::string_view v) {
     AccountRecordView view;
     if (decode_account_record(v.data(), v.size(), view) != DecodeStatus::kOk)
         corrupt("account " + id_to_string(kAccountIdPrefix, id) + " has an unreadable record");
-    return Account{id, AccountRecord{view.status, view.entitlement_rpm, view.created_ms,
-                                     std::string(view.name)}};
+    return Account{id, view.to_owned()};
+}
+
+// An account read within a write, with the bytes it was read as (its guard).
+struct FoundAccount {
+    std::string_view stored;
+    Account account;
+};
+
+FoundAccount account_for_write(RecordReader &r, const Id &id) {
+    auto v = r.get(Table::kAccounts, std::string_view(reinterpret_cast<const char *>(id.data()), id.size()));
+    if (!v) no_account(id);
+    return FoundAccount{*v, account_from(id, *v)};
+}
+
+void validate_max_keys(uint32_t n) {
+    if (n < 1 || n > KA_MAX_KEYS_LIMIT)
+        invalid("maxKeys", "maxKeys must be an integer from 1 to " + std::to_string(KA_MAX_KEYS_LIMIT));
+}
+
+// A scope is allowed if one of the account's allowed scopes grants it ("ip:*"
+// allows "ip:read"); no allowed scopes: any.
+void require_allowed(const AccountRecord &acc, const std::vector<std::string> &scopes) {
+    if (acc.allowed_scopes.empty()) return;
+    for (const auto &s : scopes) {
+        bool ok = false;
+        for (const auto &a : acc.allowed_scopes) ok = ok || scope_grants(a, s);
+        if (!ok)
+            forbidden("SCOPE_NOT_ALLOWED", "scopes",
+                      "scope \"" + s + "\" is not among the account's allowed scopes");
+    }
+}
+
+void require_active(const Account &acc) {
+    if (acc.record.status != KA_ACCOUNT_ACTIVE)
+        forbidden("ACCOUNT_SUSPENDED", "account",
+                  "account " + id_to_string(kAccountIdPrefix, acc.id) + " is suspended");
+}
+
+bool is_expired(const KeyRecord &k, int64_t now) { return k.expires_ms != 0 && now >= k.expires_ms; }
+
+// Expiry as given (0: never) must be in the future and at most ten years on.
+void validate_expiry(int64_t expires_ms, int64_t now) {
+    if (expires_ms == 0) return;
+    if (expires_ms <= now) invalid("expiresAt", "expiresAt must be in the future");
+    if (expires_ms - now > Store::kMaxExpiryAheadMs)
+        invalid("expiresAt", "expiresAt must be at most 3652 days ahead");
+}
+
+void validate_grace(int64_t seconds, const char *field) {
+    if (seconds < 0 || seconds > Store::kMaxGraceSeconds)
+        invalid(field, std::string(field) + " must be an integer from 0 to 604800");
 }
 
 std::optional<Account> account_in(RecordReader &r, const Id &id) {
@@ -87,6 +162,90 @@ PlanRecord plan_from(std::string_view id, std::string_view v) {
     return view.to_owned(id);
 }
 
+// The account's keys that are not revoked, and how many of them have not
+// expired either (the ones maxKeys caps).
+struct KeyCounts {
+    uint32_t live = 0;
+    uint32_t active = 0;
+};
+
+KeyCounts count_keys(RecordReader &r, const Id &account, int64_t now) {
+    KeyCounts c;
+    const std::string_view owner(reinterpret_cast<const char *>(account.data()), account.size());
+    r.scan(Table::kAccountKeys, owner, owner, [&](std::string_view key, std::string_view hash) {
+        if (key.size() != KA_ACCOUNT_KEY_LEN || key.substr(0, KA_ID_LEN) != owner) return false;
+        auto stored = r.get(Table::kKeysByHash, hash);
+        KeyRecordView view;
+        if (!stored || decode_key_record(stored->data(), stored->size(), view) != DecodeStatus::kOk)
+            corrupt("unreadable key record in account index");
+        if (view.status == KA_KEY_REVOKED) return true;
+        c.live++;
+        if (view.expires_ms == 0 || now < view.expires_ms) c.active++;
+        return true;
+    });
+    return c;
+}
+
+// Admits `adding` more keys under the account's cap, and records them in
+// its live-key count (written back by the caller). The count is exact for
+// keys not revoked; only when it says the cap is reached are the account's
+// keys read, since expired ones do not count.
+void admit_keys(RecordReader &r, Account &acc, uint32_t adding, int64_t now) {
+    AccountRecord &rec = acc.record;
+    if (rec.live_keys == KA_LIVE_KEYS_UNKNOWN || uint64_t(rec.live_keys) + adding > rec.max_keys) {
+        KeyCounts c = count_keys(r, acc.id, now);
+        rec.live_keys = c.live;
+        if (uint64_t(c.active) + adding > rec.max_keys)
+            conflict("KEY_LIMIT_REACHED", "the account has " + std::to_string(c.active) +
+                                              " active keys, its limit is " + std::to_string(rec.max_keys));
+    }
+    rec.live_keys += adding;
+}
+
+// Key ids grow in creation order (lists page by id), also within one
+// millisecond and across writers: each steps past the newest id stored,
+// under a guard that none newer appears before the write applies.
+class KeyIds {
+public:
+    KeyIds(RecordReader &r, Mutation &m) {
+        std::optional<std::string> newest = r.last_key(Table::kKeys);
+        if (newest && newest->size() == last_.size()) std::memcpy(last_.data(), newest->data(), last_.size());
+        m.expect_none_after(Table::kKeys, newest.value_or(""));
+    }
+    Id next(int64_t now) {
+        Id id = generate_id(now);
+        if (id <= last_) {
+            id = last_;
+            for (size_t i = id.size(); i-- > 0 && ++id[i] == 0;) {
+            }
+        }
+        return last_ = id;
+    }
+
+private:
+    Id last_{};
+};
+
+// A new active key with a fresh secret, put with the guard that its hash is new.
+CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, const Id &id, int64_t now) {
+    CreatedKey out;
+    out.secret = generate_secret(kKeyPrefix);
+    Digest hash = sha256(out.secret);
+    KeyRecord &rec = out.key;
+    rec.status = KA_KEY_ACTIVE;
+    rec.requested_rpm = spec.requested_rpm;
+    rec.key_id = id;
+    rec.account_id = account;
+    rec.created_ms = now;
+    rec.expires_ms = spec.expires_ms;
+    rec.scopes = spec.scopes;
+    rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
+    rec.name = spec.name;
+    m.expect(Table::kKeysByHash, bytes(hash), std::nullopt);
+    m.put(Table::kKeysByHash, bytes(hash), encode_key_record(rec));
+    return out;
+}
+
 std::string le_bytes(uint64_t n) {
     unsigned char buf[8];
     store_le<uint64_t>(buf, n);
@@ -118,6 +277,30 @@ static void back_off(int attempt) {
 // and returns the caller's answer. The backend applies the mutation only if
 // the guards still hold; otherwise the plan runs again from fresh reads (new
 // ids and secrets included), a bounded number of times.
+// An audit event for the write being computed, put under the account whose
+// trail it belongs to (zero: the operator's own), with a new event id.
+static AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor,
+                         int64_t now, const Id &account, const char *action,
+                         const char *target_type, std::string target_id) {
+    AuditEvent &e = events.emplace_back();
+    e.id = generate_id(now);
+    e.account = account;
+    e.at_ms = now;
+    e.actor = actor;
+    e.action = action;
+    e.target_type = target_type;
+    e.target_id = std::move(target_id);
+    return e;
+}
+
+static void put_audit(Mutation &m, const std::vector<AuditEvent> &events) {
+    for (const AuditEvent &e : events) {
+        const std::string key = audit_key(e.account, e.id);
+        m.expect(Table::kAudit, key, std::nullopt);
+        m.put(Table::kAudit, key, encode_audit_record(e));
+    }
+}
+
 template <class Plan>
 auto Store::write(Plan &&plan) {
     for (int attempt = 1;; attempt++) {
@@ -133,20 +316,36 @@ auto Store::write(Plan &&plan) {
     }
 }
 
-CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement_rpm) {
+CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement_rpm,
+                                    const AccountChanges &controls, const Actor &actor) {
     validate_name(name);
     validate_rate(entitlement_rpm, "entitlement");
+    if (controls.max_keys) validate_max_keys(*controls.max_keys);
+    if (controls.allowed_scopes) validate_scopes(*controls.allowed_scopes);
     return write([&](RecordReader &, Mutation &m) {
         int64_t now = clock_();
         CreatedAccount out;
         out.account.id = generate_id(now);
-        out.account.record = AccountRecord{KA_ACCOUNT_ACTIVE, entitlement_rpm, now, std::string(name)};
+        AccountRecord &rec = out.account.record;
+        rec.entitlement_rpm = entitlement_rpm;
+        rec.created_ms = now;
+        rec.name = std::string(name);
+        rec.max_keys = controls.max_keys.value_or(KA_DEFAULT_MAX_KEYS);
+        rec.allowed_scopes = controls.allowed_scopes.value_or(std::vector<std::string>{});
         out.console_token = generate_secret(kConsoleTokenPrefix);
         Digest token_hash = sha256(out.console_token);
         m.expect(Table::kAccounts, bytes(out.account.id), std::nullopt);
         m.expect(Table::kConsoleTokens, bytes(token_hash), std::nullopt);
-        m.put(Table::kAccounts, bytes(out.account.id), encode_account_record(out.account.record));
-        m.put(Table::kConsoleTokens, bytes(token_hash), encode_token_record(out.account.id));
+        m.put(Table::kAccounts, bytes(out.account.id), encode_account_record(rec));
+        m.put(Table::kConsoleTokens, bytes(token_hash), encode_token_record(TokenRecord{out.account.id, 0}));
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, now, out.account.id, "account.create", "account",
+                              id_to_string(kAccountIdPrefix, out.account.id));
+        e.change("name", nullptr, rec.name);
+        e.change("entitlementPerMinute", nullptr, rec.entitlement_rpm);
+        e.change("maxKeys", nullptr, rec.max_keys);
+        e.change("allowedScopes", nullptr, rec.allowed_scopes);
+        put_audit(m, events);
         return out;
     });
 }
@@ -167,88 +366,177 @@ std::vector<Account> Store::list_accounts() {
     return out;
 }
 
-Account Store::set_entitlement(const Id &id, uint32_t entitlement_rpm) {
-    validate_rate(entitlement_rpm, "entitlement");
+Account Store::update_account(const Id &id, const AccountChanges &changes, const Actor &actor) {
+    if (changes.empty()) invalid("body", "nothing to change");
+    if (changes.name) validate_name(*changes.name);
+    if (changes.entitlement_rpm) validate_rate(*changes.entitlement_rpm, "entitlement");
+    if (changes.max_keys) validate_max_keys(*changes.max_keys);
+    if (changes.allowed_scopes) validate_scopes(*changes.allowed_scopes);
     return write([&](RecordReader &r, Mutation &m) {
-        auto stored = r.get(Table::kAccounts, bytes(id));
-        if (!stored)
-            throw StoreError(StoreError::Kind::kNotFound, "account",
-                             "no account " + id_to_string(kAccountIdPrefix, id));
-        Account acc = account_from(id, *stored);
-        acc.record.entitlement_rpm = entitlement_rpm;
-        m.expect(Table::kAccounts, bytes(id), stored);
-        m.put(Table::kAccounts, bytes(id), encode_account_record(acc.record));
+        FoundAccount found = account_for_write(r, id);
+        Account acc = found.account;
+        AccountRecord &rec = acc.record;
+        std::vector<AuditEvent> events;
+        AuditEvent e;
+        if (changes.name && *changes.name != rec.name) {
+            e.change("name", rec.name, *changes.name);
+            rec.name = *changes.name;
+        }
+        if (changes.entitlement_rpm && *changes.entitlement_rpm != rec.entitlement_rpm) {
+            e.change("entitlementPerMinute", rec.entitlement_rpm, *changes.entitlement_rpm);
+            rec.entitlement_rpm = *changes.entitlement_rpm;
+        }
+        if (changes.max_keys && *changes.max_keys != rec.max_keys) {
+            e.change("maxKeys", rec.max_keys, *changes.max_keys);
+            rec.max_keys = *changes.max_keys;
+        }
+        if (changes.allowed_scopes && *changes.allowed_scopes != rec.allowed_scopes) {
+            e.change("allowedScopes", rec.allowed_scopes, *changes.allowed_scopes);
+            rec.allowed_scopes = *changes.allowed_scopes;
+        }
+        if (e.changes.empty()) return acc;  // nothing to write
+        int64_t now = clock_();
+        AuditEvent &ev = audit(events, actor, now, id, "account.update", "account",
+                               id_to_string(kAccountIdPrefix, id));
+        ev.changes = e.changes;
+        m.expect(Table::kAccounts, bytes(id), found.stored);
+        m.put(Table::kAccounts, bytes(id), encode_account_record(rec));
+        put_audit(m, events);
         return acc;
     });
 }
 
-std::optional<Id> Store::account_for_console_token(std::string_view token) {
+Account Store::set_entitlement(const Id &id, uint32_t entitlement_rpm, const Actor &actor) {
+    AccountChanges c;
+    c.entitlement_rpm = entitlement_rpm;
+    return update_account(id, c, actor);
+}
+
+Account Store::set_suspended(const Id &id, bool suspended, const Actor &actor) {
+    return write([&](RecordReader &r, Mutation &m) {
+        FoundAccount found = account_for_write(r, id);
+        Account acc = found.account;
+        const uint8_t status = suspended ? KA_ACCOUNT_SUSPENDED : KA_ACCOUNT_ACTIVE;
+        if (acc.record.status == status) return acc;  // nothing to write
+        acc.record.status = status;
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, clock_(), id, suspended ? "account.suspend" : "account.resume",
+                              "account", id_to_string(kAccountIdPrefix, id));
+        e.change("status", suspended ? "active" : "suspended", suspended ? "suspended" : "active");
+        m.expect(Table::kAccounts, bytes(id), found.stored);
+        m.put(Table::kAccounts, bytes(id), encode_account_record(acc.record));
+        put_audit(m, events);
+        return acc;
+    });
+}
+
+CreatedAccount Store::rotate_console_token(const Id &id, int64_t grace_seconds, const Actor &actor) {
+    validate_grace(grace_seconds, "graceSeconds");
+    return write([&](RecordReader &r, Mutation &m) {
+        FoundAccount found = account_for_write(r, id);
+        int64_t now = clock_();
+        m.expect(Table::kAccounts, bytes(id), found.stored);
+        // Tokens are found by hash, so the account's are found by reading
+        // them all: rotation is rare, accounts are few.
+        r.scan(Table::kConsoleTokens, "", "", [&](std::string_view hash, std::string_view v) {
+            TokenRecord t;
+            if (decode_token_record(v.data(), v.size(), t) != DecodeStatus::kOk || t.account_id != id)
+                return true;
+            m.expect(Table::kConsoleTokens, hash, v);
+            if (t.expires_ms == 0 && grace_seconds > 0) {
+                t.expires_ms = now + grace_seconds * 1000;
+                m.put(Table::kConsoleTokens, hash, encode_token_record(t));
+            } else if (t.expires_ms == 0 || now >= t.expires_ms) {
+                m.erase(Table::kConsoleTokens, hash);  // replaced now, or its grace is over
+            }
+            return true;
+        });
+        CreatedAccount out{found.account, generate_secret(kConsoleTokenPrefix)};
+        Digest token_hash = sha256(out.console_token);
+        m.expect(Table::kConsoleTokens, bytes(token_hash), std::nullopt);
+        m.put(Table::kConsoleTokens, bytes(token_hash), encode_token_record(TokenRecord{id, 0}));
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, now, id, "account.rotate_token", "account",
+                              id_to_string(kAccountIdPrefix, id));
+        e.change("graceSeconds", nullptr, grace_seconds);
+        put_audit(m, events);
+        return out;
+    });
+}
+
+std::optional<ConsoleLogin> Store::console_login(std::string_view token) {
     if (!secret_format_ok(token, kConsoleTokenPrefix)) return std::nullopt;
     Digest h = sha256(token);
     auto r = backend_->read();
     auto v = r->get(Table::kConsoleTokens, bytes(h));
     if (!v) return std::nullopt;
-    Id id{};
-    if (decode_token_record(v->data(), v->size(), id) != DecodeStatus::kOk)
+    TokenRecord t;
+    if (decode_token_record(v->data(), v->size(), t) != DecodeStatus::kOk)
         corrupt("console token record is unreadable");
-    auto acc = account_in(*r, id);
-    if (!acc || acc->record.status != KA_ACCOUNT_ACTIVE) return std::nullopt;
-    return id;
+    if (t.expires_ms != 0 && clock_() >= t.expires_ms) return std::nullopt;
+    auto acc = account_in(*r, t.account_id);
+    if (!acc) return std::nullopt;
+    return ConsoleLogin{t.account_id, acc->record.status != KA_ACCOUNT_ACTIVE};
+}
+
+std::optional<Id> Store::account_for_console_token(std::string_view token) {
+    auto login = console_login(token);
+    if (!login || login->suspended) return std::nullopt;
+    return login->account;
+}
+
+CreatedKey Store::create_key(const Id &account, const KeySpec &spec, const Actor &actor) {
+    return std::move(create_keys(account, spec, 1, actor).front());
 }
 
 CreatedKey Store::create_key(const Id &account, std::string_view name,
                              const std::vector<std::string> &scopes, uint32_t requested_rpm) {
-    return std::move(create_keys(account, name, scopes, requested_rpm, 1).front());
+    return create_key(account, KeySpec{std::string(name), scopes, requested_rpm, 0});
 }
 
 std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view name,
                                            const std::vector<std::string> &scopes,
                                            uint32_t requested_rpm, size_t count) {
-    validate_name(name);
-    validate_scopes(scopes);
-    validate_rate(requested_rpm, "rateLimitPerMinute");
+    return create_keys(account, KeySpec{std::string(name), scopes, requested_rpm, 0}, count);
+}
+
+std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spec, size_t count,
+                                           const Actor &actor) {
+    validate_name(spec.name);
+    validate_scopes(spec.scopes);
+    validate_rate(spec.requested_rpm, "rateLimitPerMinute");
+    validate_expiry(spec.expires_ms, clock_());
     if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
     if (count > backend_->max_keys_per_write())
         invalid("count", "this store takes at most " + std::to_string(backend_->max_keys_per_write()) +
                              " keys in one write; create more in batches");
     return write([&](RecordReader &r, Mutation &m) {
-        auto owner = r.get(Table::kAccounts, bytes(account));
-        if (!owner)
-            throw StoreError(StoreError::Kind::kNotFound, "account",
-                             "no account " + id_to_string(kAccountIdPrefix, account));
-        m.expect(Table::kAccounts, bytes(account), owner);
-        // Key ids must grow in creation order (lists page by id), also within
-        // one millisecond and across writers: step past the newest id stored,
-        // and guard that none newer appears before this write applies.
-        Id last{};
-        std::optional<std::string> newest = r.last_key(Table::kKeys);
-        if (newest && newest->size() == last.size()) std::memcpy(last.data(), newest->data(), last.size());
-        m.expect_none_after(Table::kKeys, newest.value_or(""));
-        m.changes.reserve(count);
-        m.guards.reserve(count + 2);
-        std::vector<CreatedKey> made(count);
-        for (CreatedKey &out : made) {
-            int64_t now = clock_();
-            out.secret = generate_secret(kKeyPrefix);
-            Digest hash = sha256(out.secret);
-            KeyRecord &rec = out.key;
-            rec.status = KA_KEY_ACTIVE;
-            rec.requested_rpm = requested_rpm;
-            rec.key_id = generate_id(now);
-            if (rec.key_id <= last) {
-                rec.key_id = last;
-                for (size_t i = rec.key_id.size(); i-- > 0 && ++rec.key_id[i] == 0;) {
-                }
-            }
-            last = rec.key_id;
-            rec.account_id = account;
-            rec.created_ms = now;
-            rec.scopes = scopes;
-            rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
-            rec.name = std::string(name);
-            m.expect(Table::kKeysByHash, bytes(hash), std::nullopt);
-            m.put(Table::kKeysByHash, bytes(hash), encode_key_record(rec));
+        int64_t now = clock_();
+        FoundAccount found = account_for_write(r, account);
+        Account acc = found.account;
+        require_active(acc);
+        require_allowed(acc.record, spec.scopes);
+        admit_keys(r, acc, static_cast<uint32_t>(count), now);
+        m.expect(Table::kAccounts, bytes(account), found.stored);
+        m.put(Table::kAccounts, bytes(account), encode_account_record(acc.record));
+        KeyIds ids(r, m);
+        m.changes.reserve(count + 2);
+        m.guards.reserve(count + 4);
+        std::vector<CreatedKey> made;
+        made.reserve(count);
+        for (size_t i = 0; i < count; i++) {
+            now = clock_();
+            made.push_back(put_new_key(m, account, spec, ids.next(now), now));
         }
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, now, account, "key.create", "key",
+                              id_to_string(kKeyIdPrefix, made.front().key.key_id));
+        e.change("name", nullptr, spec.name);
+        e.change("scopes", nullptr, spec.scopes);
+        e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
+        e.change("expiresAt", nullptr, time_or_null(spec.expires_ms));
+        if (count > 1) e.change("count", nullptr, count);
+        put_audit(m, events);
         return made;
     });
 }
@@ -285,15 +573,19 @@ KeyPage Store::list_keys(const Id &account, size_t limit, const std::optional<Id
 
 // catalog_version is the plans table's guard: every write of plans bumps it,
 // so an import computed from an older catalog never applies over a newer one.
-void Store::import_plans(const std::vector<PlanRecord> &plans) {
+void Store::import_plans(const std::vector<PlanRecord> &plans, const Actor &actor) {
     validate_catalog(plans);
     write([&](RecordReader &r, Mutation &m) {
         auto version = r.get(Table::kMeta, KA_META_CATALOG_VERSION);
         m.expect(Table::kMeta, KA_META_CATALOG_VERSION, version);
         std::set<std::string_view> kept;
         for (const auto &p : plans) kept.insert(p.id);
+        size_t removed = 0;
         r.scan(Table::kPlans, "", "", [&](std::string_view id, std::string_view) {
-            if (kept.count(id) == 0) m.erase(Table::kPlans, id);
+            if (kept.count(id) == 0) {
+                m.erase(Table::kPlans, id);
+                removed++;
+            }
             return true;
         });
         for (const auto &p : plans) m.put(Table::kPlans, p.id, encode_plan_record(p));
@@ -301,6 +593,12 @@ void Store::import_plans(const std::vector<PlanRecord> &plans) {
                          ? load_le<uint64_t>(reinterpret_cast<const unsigned char *>(version->data()))
                          : 0;
         m.put(Table::kMeta, KA_META_CATALOG_VERSION, le_bytes(n + 1));
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, clock_(), Id{}, "plans.import", "plans", "");
+        e.change("catalogVersion", n, n + 1);
+        e.change("plans", nullptr, plans.size());
+        if (removed) e.change("removed", nullptr, removed);
+        put_audit(m, events);
         return true;
     });
 }
@@ -324,12 +622,23 @@ std::optional<PlanRecord> Store::find_plan(std::string_view id) {
     return plan_from(id, *v);
 }
 
-FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro) {
+FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro, const Actor &actor) {
     if (inr_per_usd_micro == 0 || inr_per_usd_micro > kMaxRateMicro)
         invalid("rate", "the rate must be a positive decimal of at most 1000000 INR per USD");
-    return write([&](RecordReader &, Mutation &m) {
+    return write([&](RecordReader &r, Mutation &m) {
         FxRecord rec{inr_per_usd_micro, clock_()};
+        std::optional<std::string> before;
+        if (auto old = r.get(Table::kMeta, KA_META_FX_USD_INR)) {
+            FxRecord was;
+            if (decode_fx_record(old->data(), old->size(), was) == DecodeStatus::kOk)
+                before = rate_text(was.inr_per_usd_micro);
+        }
         m.put(Table::kMeta, KA_META_FX_USD_INR, encode_fx_record(rec));  // the newest rate wins
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, rec.set_ms, Id{}, "fx.set", "fx", "");
+        e.change("exchangeRate", before ? nlohmann::json(*before) : nlohmann::json(nullptr),
+                 rate_text(inr_per_usd_micro));
+        put_audit(m, events);
         return rec;
     });
 }
@@ -344,20 +653,181 @@ std::optional<FxRecord> Store::exchange_rate() {
     return rec;
 }
 
-KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id) {
+// The key as a write reads it, refused as "not found" when it belongs to
+// another account than `owner`.
+static FoundKey owned_key(RecordReader &r, const std::optional<Id> &owner, const Id &key_id) {
+    auto found = key_in(r, key_id);
+    if (!found || (owner && found->record.account_id != *owner)) no_key(key_id);
+    return std::move(*found);
+}
+
+// One fewer key that is not revoked, in the account's count (the record is
+// written back with the guard it was read with).
+static void release_key(RecordReader &r, Mutation &m, const Id &account) {
+    FoundAccount found = account_for_write(r, account);
+    AccountRecord rec = found.account.record;
+    if (rec.live_keys == KA_LIVE_KEYS_UNKNOWN || rec.live_keys == 0) return;  // counted at the next create
+    rec.live_keys--;
+    m.expect(Table::kAccounts, bytes(account), found.stored);
+    m.put(Table::kAccounts, bytes(account), encode_account_record(rec));
+}
+
+KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id, const Actor &actor) {
     return write([&](RecordReader &r, Mutation &m) {
-        auto found = key_in(r, key_id);
-        if (!found || (owner && found->record.account_id != *owner))
-            throw StoreError(StoreError::Kind::kNotFound, "id",
-                             "no key " + id_to_string(kKeyIdPrefix, key_id));
-        KeyRecord rec = std::move(found->record);
+        FoundKey found = owned_key(r, owner, key_id);
+        KeyRecord rec = std::move(found.record);
         if (rec.status == KA_KEY_REVOKED) return rec;  // nothing to write
         rec.status = KA_KEY_REVOKED;
         rec.revoked_ms = clock_();
-        m.expect(Table::kKeysByHash, found->hash, found->stored);
-        m.put(Table::kKeysByHash, found->hash, encode_key_record(rec));
+        m.expect(Table::kKeysByHash, found.hash, found.stored);
+        m.put(Table::kKeysByHash, found.hash, encode_key_record(rec));
+        release_key(r, m, rec.account_id);
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, rec.revoked_ms, rec.account_id, "key.revoke", "key",
+                              id_to_string(kKeyIdPrefix, key_id));
+        e.change("status", "active", "revoked");
+        put_audit(m, events);
         return rec;
     });
+}
+
+KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, const KeyChanges &changes,
+                            const Actor &actor) {
+    if (changes.empty()) invalid("body", "nothing to change");
+    if (changes.name) validate_name(*changes.name);
+    if (changes.scopes) validate_scopes(*changes.scopes);
+    if (changes.requested_rpm) validate_rate(*changes.requested_rpm, "rateLimitPerMinute");
+    return write([&](RecordReader &r, Mutation &m) {
+        int64_t now = clock_();
+        FoundKey found = owned_key(r, owner, key_id);
+        KeyRecord rec = std::move(found.record);
+        if (rec.status == KA_KEY_REVOKED)
+            conflict("KEY_REVOKED", "key " + id_to_string(kKeyIdPrefix, key_id) + " is revoked");
+        FoundAccount acc = account_for_write(r, rec.account_id);
+        require_active(acc.account);
+        AuditEvent e;
+        if (changes.name && *changes.name != rec.name) {
+            e.change("name", rec.name, *changes.name);
+            rec.name = *changes.name;
+        }
+        if (changes.scopes && *changes.scopes != rec.scopes) {
+            require_allowed(acc.account.record, *changes.scopes);
+            e.change("scopes", rec.scopes, *changes.scopes);
+            rec.scopes = *changes.scopes;
+        }
+        if (changes.requested_rpm && *changes.requested_rpm != rec.requested_rpm) {
+            e.change("rateLimitPerMinute", rec.requested_rpm, *changes.requested_rpm);
+            rec.requested_rpm = *changes.requested_rpm;
+        }
+        if (changes.expires_ms && *changes.expires_ms != rec.expires_ms) {
+            validate_expiry(*changes.expires_ms, now);
+            e.change("expiresAt", time_or_null(rec.expires_ms), time_or_null(*changes.expires_ms));
+            rec.expires_ms = *changes.expires_ms;
+        }
+        if (e.changes.empty()) return rec;  // nothing to write
+        std::vector<AuditEvent> events;
+        audit(events, actor, now, rec.account_id, "key.update", "key", id_to_string(kKeyIdPrefix, key_id))
+            .changes = e.changes;
+        m.expect(Table::kAccounts, bytes(rec.account_id), acc.stored);  // not suspended meanwhile
+        m.expect(Table::kKeysByHash, found.hash, found.stored);
+        m.put(Table::kKeysByHash, found.hash, encode_key_record(rec));
+        put_audit(m, events);
+        return rec;
+    });
+}
+
+RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int64_t grace_seconds,
+                          const Actor &actor) {
+    validate_grace(grace_seconds, "gracePeriodSeconds");
+    return write([&](RecordReader &r, Mutation &m) {
+        int64_t now = clock_();
+        FoundKey found = owned_key(r, owner, key_id);
+        KeyRecord old = std::move(found.record);
+        const std::string old_text = id_to_string(kKeyIdPrefix, key_id);
+        if (old.status == KA_KEY_REVOKED) conflict("KEY_REVOKED", "key " + old_text + " is revoked");
+        if (!is_none(old.rolled_to))
+            conflict("KEY_ALREADY_ROLLED", "key " + old_text + " was rolled to " +
+                                               id_to_string(kKeyIdPrefix, old.rolled_to));
+        if (is_expired(old, now)) conflict("KEY_EXPIRED", "key " + old_text + " has expired");
+        FoundAccount found_acc = account_for_write(r, old.account_id);
+        Account acc = found_acc.account;
+        require_active(acc);
+        // The successor counts against the cap only while both live.
+        if (grace_seconds > 0 && acc.record.live_keys != KA_LIVE_KEYS_UNKNOWN) acc.record.live_keys++;
+        m.expect(Table::kAccounts, bytes(old.account_id), found_acc.stored);
+        m.put(Table::kAccounts, bytes(old.account_id), encode_account_record(acc.record));
+
+        KeyIds ids(r, m);
+        KeySpec spec{old.name, old.scopes, old.requested_rpm, old.expires_ms};
+        RolledKey out;
+        out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now);
+        KeyRecord &next = out.successor.key;
+        next.rolled_from = key_id;
+        next.rate_id = is_none(old.rate_id) ? key_id : old.rate_id;
+        m.changes.back().value = encode_key_record(next);
+
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, now, old.account_id, "key.roll", "key", old_text);
+        e.change("rolledTo", nullptr, id_to_string(kKeyIdPrefix, next.key_id));
+        old.rolled_to = next.key_id;
+        if (grace_seconds == 0) {
+            old.status = KA_KEY_REVOKED;
+            old.revoked_ms = now;
+            e.change("status", "active", "revoked");
+        } else {
+            const int64_t end = now + grace_seconds * 1000;
+            const int64_t stops = old.expires_ms ? std::min(old.expires_ms, end) : end;
+            e.change("expiresAt", time_or_null(old.expires_ms), format_time(stops));
+            old.expires_ms = stops;
+        }
+        m.expect(Table::kKeysByHash, found.hash, found.stored);
+        m.put(Table::kKeysByHash, found.hash, encode_key_record(old));
+        put_audit(m, events);
+        out.predecessor = std::move(old);
+        return out;
+    });
+}
+
+// Audit keys hold the event id inverted (audit.cc), so a forward scan of an
+// account's range reads its events newest first.
+AuditPage Store::list_audit(const std::optional<Id> &account, size_t limit, const std::optional<Id> &after) {
+    limit = std::clamp<size_t>(limit, 1, kMaxPageSize);
+    auto r = backend_->read();
+    AuditPage page;
+    auto take = [&](std::string_view key, std::string_view v) {
+        auto e = decode_audit_record(key, v);
+        if (!e) corrupt("unreadable audit event");
+        return *e;
+    };
+    if (account) {
+        const std::string owner(bytes(*account));
+        const std::string start = after ? audit_key(*account, *after) : owner;
+        r->scan(Table::kAudit, owner, start, [&](std::string_view key, std::string_view v) {
+            if (after && key == start) return true;
+            if (key.substr(0, KA_ID_LEN) != owner) return false;
+            if (page.events.size() == limit) {
+                page.next = page.events.back().id;
+                return false;
+            }
+            page.events.push_back(take(key, v));
+            return true;
+        });
+        return page;
+    }
+    // Every account's trail: read all, newest first (an operator's query).
+    std::vector<AuditEvent> all;
+    r->scan(Table::kAudit, "", "", [&](std::string_view key, std::string_view v) {
+        all.push_back(take(key, v));
+        return true;
+    });
+    std::sort(all.begin(), all.end(), [](const AuditEvent &a, const AuditEvent &b) { return a.id > b.id; });
+    size_t from = 0;
+    if (after) {
+        while (from < all.size() && all[from].id >= *after) from++;
+    }
+    for (size_t i = from; i < all.size() && page.events.size() < limit; i++) page.events.push_back(all[i]);
+    if (from + page.events.size() < all.size() && !page.events.empty()) page.next = page.events.back().id;
+    return page;
 }
 
 }  // namespace keyauth

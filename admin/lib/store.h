@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "audit.h"
 #include "ids.h"
 #include "lmdb_backend.h"
 #include "records.h"
@@ -50,6 +51,44 @@ struct KeyPage {
     std::optional<Id> next;  // the last key id of this page, if more follow
 };
 
+// What a new key is.
+struct KeySpec {
+    std::string name;
+    std::vector<std::string> scopes;
+    uint32_t requested_rpm = 0;
+    int64_t expires_ms = 0;  // 0: never
+};
+
+// The fields an update changes; the others stay.
+struct KeyChanges {
+    std::optional<std::string> name;
+    std::optional<std::vector<std::string>> scopes;
+    std::optional<uint32_t> requested_rpm;
+    std::optional<int64_t> expires_ms;  // 0: never expires
+    bool empty() const { return !name && !scopes && !requested_rpm && !expires_ms; }
+};
+
+// Account fields an operator sets; at creation, the unset ones take their
+// defaults (100 keys, any scope).
+struct AccountChanges {
+    std::optional<std::string> name;
+    std::optional<uint32_t> entitlement_rpm;
+    std::optional<uint32_t> max_keys;
+    std::optional<std::vector<std::string>> allowed_scopes;  // empty: any scope
+    bool empty() const { return !name && !entitlement_rpm && !max_keys && !allowed_scopes; }
+};
+
+struct RolledKey {
+    KeyRecord predecessor;  // as the roll left it
+    CreatedKey successor;   // with its secret, shown once
+};
+
+// Who a console token belongs to.
+struct ConsoleLogin {
+    Id account{};
+    bool suspended = false;
+};
+
 class Store {
 public:
     static constexpr size_t kDefaultMapSize = LmdbBackend::kDefaultMapSize;
@@ -57,6 +96,9 @@ public:
     // A write whose guards failed is computed again from fresh reads this
     // many times in all, then given up with StoreError kBusy.
     static constexpr int kWriteAttempts = 8;
+    // Expiry is at most ten years ahead; a roll's grace at most a week.
+    static constexpr int64_t kMaxExpiryAheadMs = 3652LL * 86400 * 1000;
+    static constexpr int64_t kMaxGraceSeconds = 604800;
 
     // The single-host store: an LMDB environment at path (LmdbBackend says
     // how map_size and permissions are handled).
@@ -74,38 +116,76 @@ public:
         backend_->set_write_wait_limit(limit);
     }
 
-    CreatedAccount create_account(std::string_view name, uint32_t entitlement_rpm);
+    // Every write below records an audit event in the same transaction,
+    // naming `actor`; a write that changes nothing records none.
+
+    CreatedAccount create_account(std::string_view name, uint32_t entitlement_rpm,
+                                  const AccountChanges &controls = {}, const Actor &actor = {});
     std::optional<Account> find_account(const Id &id);
     std::vector<Account> list_accounts();
-    Account set_entitlement(const Id &id, uint32_t entitlement_rpm);
+    // Name, entitlement, key cap and allowed scopes (kInvalid if `changes`
+    // is empty). A lower cap leaves existing keys alone.
+    Account update_account(const Id &id, const AccountChanges &changes, const Actor &actor = {});
+    Account set_entitlement(const Id &id, uint32_t entitlement_rpm, const Actor &actor = {});
+    // A suspended account's console calls and keys are refused (403
+    // ACCOUNT_SUSPENDED) until it is resumed; idempotent.
+    Account set_suspended(const Id &id, bool suspended, const Actor &actor = {});
+    // A new console token (returned once); the old one stops now, or after
+    // grace_seconds (0..kMaxGraceSeconds).
+    CreatedAccount rotate_console_token(const Id &id, int64_t grace_seconds, const Actor &actor = {});
+    // The account of a live console token, suspended or not.
+    std::optional<ConsoleLogin> console_login(std::string_view token);
+    // The account of a live console token of an active account.
     std::optional<Id> account_for_console_token(std::string_view token);
 
+    // A key, refused with kForbidden SCOPE_NOT_ALLOWED / ACCOUNT_SUSPENDED
+    // or kConflict KEY_LIMIT_REACHED by the account's controls.
+    CreatedKey create_key(const Id &account, const KeySpec &spec, const Actor &actor = {});
     CreatedKey create_key(const Id &account, std::string_view name,
                           const std::vector<std::string> &scopes, uint32_t requested_rpm);
     // `count` keys alike in one transaction (provisioning, load tests), at
     // most max_keys_per_write() (etcd: 40; a caller creating more pages).
+    // One audit event names the first and the count.
+    std::vector<CreatedKey> create_keys(const Id &account, const KeySpec &spec, size_t count,
+                                        const Actor &actor = {});
     std::vector<CreatedKey> create_keys(const Id &account, std::string_view name,
                                         const std::vector<std::string> &scopes,
                                         uint32_t requested_rpm, size_t count);
     size_t max_keys_per_write() const;
     // Keys of one account in creation order, starting after `after`.
     KeyPage list_keys(const Id &account, size_t limit, const std::optional<Id> &after);
-    // Revokes a key; with `owner`, a key of another account is "not found".
+    // With `owner`, a key of another account is kNotFound, here and below.
     // Revoking a revoked key returns it unchanged.
-    KeyRecord revoke_key(const std::optional<Id> &owner, const Id &key_id);
+    KeyRecord revoke_key(const std::optional<Id> &owner, const Id &key_id, const Actor &actor = {});
+    // Same id and secret; kConflict KEY_REVOKED for a revoked key.
+    KeyRecord update_key(const std::optional<Id> &owner, const Id &key_id, const KeyChanges &changes,
+                         const Actor &actor = {});
+    // A successor with a new secret, the same name, scopes, rate and expiry,
+    // and the predecessor's rate-limit state; the predecessor stops now
+    // (grace 0: revoked) or at now + grace. kConflict KEY_REVOKED,
+    // KEY_ALREADY_ROLLED or KEY_EXPIRED (in that order).
+    RolledKey roll_key(const std::optional<Id> &owner, const Id &key_id, int64_t grace_seconds,
+                       const Actor &actor = {});
     std::optional<KeyRecord> find_key(const Id &key_id);
+
+    // Audit events newest first: one account's (what its console did and
+    // what operators did to it), or with no account every event.
+    AuditPage list_audit(const std::optional<Id> &account, size_t limit,
+                         const std::optional<Id> &after);
+
+    int64_t now() const { return clock_(); }
 
     // The plan catalog. import_plans validates the whole catalog and replaces
     // the old one in one transaction: readers see the old or the new, never
     // a mix. list_plans is ordered by sortOrder.
-    void import_plans(const std::vector<PlanRecord> &plans);
+    void import_plans(const std::vector<PlanRecord> &plans, const Actor &actor = {});
     std::vector<PlanRecord> list_plans();
     // For the payment service, in process: does this planId exist, and what
     // does it cost (price_paise is the amount to charge)?
     std::optional<PlanRecord> find_plan(std::string_view id);
 
     // INR per USD, in millionths.
-    FxRecord set_exchange_rate(uint64_t inr_per_usd_micro);
+    FxRecord set_exchange_rate(uint64_t inr_per_usd_micro, const Actor &actor = {});
     std::optional<FxRecord> exchange_rate();
 
 private:

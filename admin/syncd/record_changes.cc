@@ -10,7 +10,7 @@ std::optional<RecordChange> record_change(std::string_view prefix, std::string_v
                                           std::optional<std::string> value) {
     std::optional<EtcdRecordName> name = parse_etcd_record_key(prefix, etcd_key);
     if (!name) return std::nullopt;
-    if (!is_primary(name->table)) return std::nullopt;
+    if (!is_mirrored(name->table)) return std::nullopt;
     if (name->table == Table::kMeta && !is_mirrored_meta(name->key)) return std::nullopt;
     return RecordChange{name->table, std::move(name->key), std::move(value)};
 }
@@ -59,7 +59,7 @@ std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix) {
     };
     for (size_t i = 0; i < kTableCount; i++) {
         const Table t = static_cast<Table>(i);
-        if (!is_primary(t)) continue;
+        if (!is_mirrored(t)) continue;
         const std::string table = etcd_table_prefix(prefix, t);
         if (t != Table::kKeysByHash) {
             add(table);

@@ -92,6 +92,7 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     out->found = 1;
     std::memcpy(out->key_id_bin, key.key_id, KA_ID_LEN);
     std::memcpy(out->account_id_bin, key.account_id, KA_ID_LEN);
+    std::memcpy(out->rate_id_bin, key.rate_id, KA_ID_LEN);
     out->requested_rpm = key.requested_rpm;
     // Text ids only for the refusals below, which log them.
     char key_id[KA_ID_TEXT_LEN], account_id[KA_ID_TEXT_LEN];
@@ -129,7 +130,8 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     }
     if (account.status != KA_ACCOUNT_ACTIVE) {
         ids();
-        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "account %.*s is suspended",
+        return verdict(out, KA_AUTH_ACCOUNT_SUSPENDED, KA_LOG_INFO,
+                       "API key %.*s belongs to suspended account %.*s", KA_ID_TEXT_LEN, key_id,
                        KA_ID_TEXT_LEN, account_id);
     }
     out->entitlement_rpm = account.entitlement_rpm;

@@ -29,7 +29,7 @@ void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns,
     GcraParams params = GcraParams::per_minute(rate);
     keyauth::RateLock l{lock->lock, lock->unlock, lock->data};
     keyauth::RateCheck c =
-        static_cast<RateTable *>(table)->check(key->key_id_bin, params, now_ns, l);
+        static_cast<RateTable *>(table)->check(key->rate_id_bin, params, now_ns, l);
     out->allowed = c.decision.allowed;
     out->limit = params.limit;
     out->remaining = c.decision.remaining;

@@ -16,6 +16,7 @@ using Id = std::array<unsigned char, KA_ID_LEN>;
 
 inline constexpr std::string_view kKeyIdPrefix = "key_";
 inline constexpr std::string_view kAccountIdPrefix = "acc_";
+inline constexpr std::string_view kEventIdPrefix = "evt_";
 inline constexpr size_t kIdTextLen = 2 * KA_ID_LEN;
 
 // Throws std::runtime_error if the CSPRNG fails.

@@ -25,7 +25,8 @@ typedef enum {
     KA_AUTH_KEY_REQUIRED,     /* 401 API_KEY_REQUIRED */
     KA_AUTH_KEY_INVALID,      /* 401 INVALID_API_KEY */
     KA_AUTH_SCOPE_MISSING,    /* 403 INSUFFICIENT_SCOPE */
-    KA_AUTH_UNAVAILABLE       /* 503 AUTH_UNAVAILABLE: fail closed */
+    KA_AUTH_UNAVAILABLE,      /* 503 AUTH_UNAVAILABLE: fail closed */
+    KA_AUTH_ACCOUNT_SUSPENDED /* 403 ACCOUNT_SUSPENDED */
 } ka_verdict_e;
 
 typedef enum {
@@ -50,6 +51,9 @@ typedef struct {
     int            found;
     unsigned char  key_id_bin[12];
     unsigned char  account_id_bin[12];
+    /* Whose rate-limit state the key spends: its own id, or the first key
+     * of its roll chain (a rolled key never starts a fresh limit). */
+    unsigned char  rate_id_bin[12];
     uint32_t       requested_rpm;
     uint32_t       entitlement_rpm;
     /* The first required scope the key lacks, for WWW-Authenticate. */

@@ -10,7 +10,11 @@ namespace keyauth {
 namespace {
 
 using F = ka_key_record_v1;
+using F2 = ka_key_record_v2;
 using A = ka_account_record_v1;
+using A2 = ka_account_record_v2;
+using T = ka_token_record_v1;
+using T2 = ka_token_record_v2;
 
 const unsigned char *bytes(const void *p) { return static_cast<const unsigned char *>(p); }
 
@@ -46,6 +50,32 @@ void require(bool ok, const char *what) {
     }
 }
 
+// Scopes as packed (u8 length, bytes) entries, each checked for the bounds
+// the readers rely on.
+std::string pack_scopes(const std::vector<std::string> &scopes) {
+    require(scopes.size() <= KA_SCOPES_MAX, "too many scopes");
+    std::string packed;
+    for (const auto &s : scopes) {
+        require(!s.empty() && s.size() <= KA_SCOPE_MAX_LEN, "scope length");
+        packed.push_back(static_cast<char>(s.size()));
+        packed += s;
+    }
+    return packed;
+}
+
+std::vector<std::string> unpack_scopes(std::string_view packed, size_t count) {
+    std::vector<std::string> out;
+    walk_packed(packed, count, KA_SCOPE_MAX_LEN, [&](std::string_view s) {
+        out.emplace_back(s);
+        return false;
+    });
+    return out;
+}
+
+void copy_id(Id &to, const unsigned char *from) {
+    if (from) std::memcpy(to.data(), from, KA_ID_LEN);
+}
+
 }  // namespace
 
 bool KeyRecordView::grants(std::string_view required) const noexcept {
@@ -66,29 +96,24 @@ KeyRecord KeyRecordView::to_owned() const {
     r.created_ms = created_ms;
     r.revoked_ms = revoked_ms;
     r.expires_ms = expires_ms;
-    walk_packed(scopes, scope_count, KA_SCOPE_MAX_LEN, [&](std::string_view s) {
-        r.scopes.emplace_back(s);
-        return false;
-    });
+    r.scopes = unpack_scopes(scopes, scope_count);
     r.prefix = std::string(prefix);
     r.name = std::string(name);
+    copy_id(r.rolled_from, rolled_from);
+    copy_id(r.rolled_to, rolled_to);
+    // A rate id that is the key's own is kept as none: the record says so.
+    if (rate_id && std::memcmp(rate_id, key_id, KA_ID_LEN) != 0) copy_id(r.rate_id, rate_id);
     return r;
 }
 
 std::string encode_key_record(const KeyRecord &rec) {
     require(rec.status == KA_KEY_ACTIVE || rec.status == KA_KEY_REVOKED, "key status");
-    require(rec.scopes.size() <= KA_SCOPES_MAX, "too many scopes");
     require(rec.prefix.size() <= KA_PREFIX_MAX_LEN, "prefix too long");
     require(rec.name.size() <= KA_NAME_MAX_LEN, "name too long");
-    std::string packed;
-    for (const auto &s : rec.scopes) {
-        require(!s.empty() && s.size() <= KA_SCOPE_MAX_LEN, "scope length");
-        packed.push_back(static_cast<char>(s.size()));
-        packed += s;
-    }
-    std::string out(KA_KEY_RECORD_HEAD, '\0');
+    std::string packed = pack_scopes(rec.scopes);
+    std::string out(KA_KEY_RECORD_V2_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(F, version), KA_KEY_RECORD_V1);
+    store_le<uint16_t>(p + offsetof(F, version), KA_KEY_RECORD_V2);
     p[offsetof(F, status)] = rec.status;
     p[offsetof(F, scope_count)] = static_cast<unsigned char>(rec.scopes.size());
     store_le<uint32_t>(p + offsetof(F, requested_rpm), rec.requested_rpm);
@@ -100,6 +125,10 @@ std::string encode_key_record(const KeyRecord &rec) {
     store_le<uint16_t>(p + offsetof(F, scopes_bytes), static_cast<uint16_t>(packed.size()));
     p[offsetof(F, prefix_len)] = static_cast<unsigned char>(rec.prefix.size());
     p[offsetof(F, name_len)] = static_cast<unsigned char>(rec.name.size());
+    const Id &rate_id = is_none(rec.rate_id) ? rec.key_id : rec.rate_id;
+    std::memcpy(p + offsetof(F2, rate_id), rate_id.data(), KA_ID_LEN);
+    std::memcpy(p + offsetof(F2, rolled_from), rec.rolled_from.data(), KA_ID_LEN);
+    std::memcpy(p + offsetof(F2, rolled_to), rec.rolled_to.data(), KA_ID_LEN);
     out += packed;
     out += rec.prefix;
     out += rec.name;
@@ -112,10 +141,11 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
         return DecodeStatus::kCorrupt;
     }
     out.version = load_le<uint16_t>(p + offsetof(F, version));
-    if (out.version != KA_KEY_RECORD_V1) {
+    if (out.version != KA_KEY_RECORD_V1 && out.version != KA_KEY_RECORD_V2) {
         return DecodeStatus::kUnknownVersion;
     }
-    if (len < KA_KEY_RECORD_HEAD) {
+    const size_t head = out.version == KA_KEY_RECORD_V1 ? KA_KEY_RECORD_HEAD : KA_KEY_RECORD_V2_HEAD;
+    if (len < head) {
         return DecodeStatus::kCorrupt;
     }
     out.status = p[offsetof(F, status)];
@@ -131,11 +161,18 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
     size_t name_len = p[offsetof(F, name_len)];
     if ((out.status != KA_KEY_ACTIVE && out.status != KA_KEY_REVOKED) ||
         out.scope_count > KA_SCOPES_MAX || prefix_len > KA_PREFIX_MAX_LEN ||
-        name_len > KA_NAME_MAX_LEN ||
-        len != KA_KEY_RECORD_HEAD + scopes_bytes + prefix_len + name_len) {
+        name_len > KA_NAME_MAX_LEN || len != head + scopes_bytes + prefix_len + name_len) {
         return DecodeStatus::kCorrupt;
     }
-    const unsigned char *tail = p + KA_KEY_RECORD_HEAD;
+    if (out.version == KA_KEY_RECORD_V1) {
+        out.rate_id = out.key_id;
+        out.rolled_from = out.rolled_to = nullptr;
+    } else {
+        out.rate_id = p + offsetof(F2, rate_id);
+        out.rolled_from = p + offsetof(F2, rolled_from);
+        out.rolled_to = p + offsetof(F2, rolled_to);
+    }
+    const unsigned char *tail = p + head;
     out.scopes = view(tail, scopes_bytes);
     out.prefix = view(tail + scopes_bytes, prefix_len);
     out.name = view(tail + scopes_bytes + prefix_len, name_len);
@@ -150,15 +187,34 @@ std::string encode_account_record(const AccountRecord &rec) {
     require(rec.status == KA_ACCOUNT_ACTIVE || rec.status == KA_ACCOUNT_SUSPENDED,
             "account status");
     require(rec.name.size() <= KA_NAME_MAX_LEN, "name too long");
-    std::string out(KA_ACCOUNT_RECORD_HEAD, '\0');
+    require(rec.max_keys >= 1 && rec.max_keys <= KA_MAX_KEYS_LIMIT, "max keys");
+    std::string packed = pack_scopes(rec.allowed_scopes);
+    std::string out(KA_ACCOUNT_RECORD_V2_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(A, version), KA_ACCOUNT_RECORD_V1);
+    store_le<uint16_t>(p + offsetof(A, version), KA_ACCOUNT_RECORD_V2);
     p[offsetof(A, status)] = rec.status;
     p[offsetof(A, name_len)] = static_cast<unsigned char>(rec.name.size());
     store_le<uint32_t>(p + offsetof(A, entitlement_rpm), rec.entitlement_rpm);
     store_le<int64_t>(p + offsetof(A, created_ms), rec.created_ms);
+    store_le<uint32_t>(p + offsetof(A2, max_keys), rec.max_keys);
+    store_le<uint32_t>(p + offsetof(A2, live_keys), rec.live_keys);
+    store_le<uint16_t>(p + offsetof(A2, allowed_scopes_bytes), static_cast<uint16_t>(packed.size()));
+    p[offsetof(A2, allowed_scope_count)] = static_cast<unsigned char>(rec.allowed_scopes.size());
     out += rec.name;
+    out += packed;
     return out;
+}
+
+AccountRecord AccountRecordView::to_owned() const {
+    AccountRecord r;
+    r.status = status;
+    r.entitlement_rpm = entitlement_rpm;
+    r.created_ms = created_ms;
+    r.name = std::string(name);
+    r.max_keys = max_keys;
+    r.live_keys = live_keys;
+    r.allowed_scopes = unpack_scopes(allowed_scopes, allowed_scope_count);
+    return r;
 }
 
 DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordView &out) noexcept {
@@ -167,21 +223,39 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
         return DecodeStatus::kCorrupt;
     }
     out.version = load_le<uint16_t>(p + offsetof(A, version));
-    if (out.version != KA_ACCOUNT_RECORD_V1) {
+    if (out.version != KA_ACCOUNT_RECORD_V1 && out.version != KA_ACCOUNT_RECORD_V2) {
         return DecodeStatus::kUnknownVersion;
     }
-    if (len < KA_ACCOUNT_RECORD_HEAD) {
+    const bool v1 = out.version == KA_ACCOUNT_RECORD_V1;
+    const size_t head = v1 ? KA_ACCOUNT_RECORD_HEAD : KA_ACCOUNT_RECORD_V2_HEAD;
+    if (len < head) {
         return DecodeStatus::kCorrupt;
     }
     out.status = p[offsetof(A, status)];
     out.entitlement_rpm = load_le<uint32_t>(p + offsetof(A, entitlement_rpm));
     out.created_ms = load_le<int64_t>(p + offsetof(A, created_ms));
     size_t name_len = p[offsetof(A, name_len)];
+    size_t scopes_bytes = 0;
+    out.max_keys = KA_DEFAULT_MAX_KEYS;
+    out.live_keys = KA_LIVE_KEYS_UNKNOWN;
+    out.allowed_scope_count = 0;
+    if (!v1) {
+        out.max_keys = load_le<uint32_t>(p + offsetof(A2, max_keys));
+        out.live_keys = load_le<uint32_t>(p + offsetof(A2, live_keys));
+        scopes_bytes = load_le<uint16_t>(p + offsetof(A2, allowed_scopes_bytes));
+        out.allowed_scope_count = p[offsetof(A2, allowed_scope_count)];
+    }
     if ((out.status != KA_ACCOUNT_ACTIVE && out.status != KA_ACCOUNT_SUSPENDED) ||
-        name_len > KA_NAME_MAX_LEN || len != KA_ACCOUNT_RECORD_HEAD + name_len) {
+        name_len > KA_NAME_MAX_LEN || out.max_keys < 1 || out.max_keys > KA_MAX_KEYS_LIMIT ||
+        out.allowed_scope_count > KA_SCOPES_MAX || len != head + name_len + scopes_bytes) {
         return DecodeStatus::kCorrupt;
     }
-    out.name = view(p + KA_ACCOUNT_RECORD_HEAD, name_len);
+    out.name = view(p + head, name_len);
+    out.allowed_scopes = view(p + head + name_len, scopes_bytes);
+    if (!walk_packed(out.allowed_scopes, out.allowed_scope_count, KA_SCOPE_MAX_LEN,
+                     [](std::string_view) { return false; })) {
+        return DecodeStatus::kCorrupt;
+    }
     return DecodeStatus::kOk;
 }
 
@@ -271,27 +345,31 @@ DecodeStatus decode_fx_record(const void *data, size_t len, FxRecord &out) noexc
     return out.inr_per_usd_micro == 0 ? DecodeStatus::kCorrupt : DecodeStatus::kOk;
 }
 
-std::string encode_token_record(const Id &account_id) {
-    std::string out(KA_TOKEN_RECORD_SIZE, '\0');
+std::string encode_token_record(const TokenRecord &rec) {
+    require(rec.expires_ms >= 0, "token expiry");
+    std::string out(KA_TOKEN_RECORD_V2_SIZE, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(ka_token_record_v1, version), KA_TOKEN_RECORD_V1);
-    std::memcpy(p + offsetof(ka_token_record_v1, account_id), account_id.data(), KA_ID_LEN);
+    store_le<uint16_t>(p + offsetof(T, version), KA_TOKEN_RECORD_V2);
+    std::memcpy(p + offsetof(T, account_id), rec.account_id.data(), KA_ID_LEN);
+    store_le<int64_t>(p + offsetof(T2, expires_ms), rec.expires_ms);
     return out;
 }
 
-DecodeStatus decode_token_record(const void *data, size_t len, Id &account_id) noexcept {
+DecodeStatus decode_token_record(const void *data, size_t len, TokenRecord &out) noexcept {
     const unsigned char *p = bytes(data);
     if (len < sizeof(uint16_t)) {
         return DecodeStatus::kCorrupt;
     }
-    if (load_le<uint16_t>(p) != KA_TOKEN_RECORD_V1) {
+    const uint16_t version = load_le<uint16_t>(p);
+    if (version != KA_TOKEN_RECORD_V1 && version != KA_TOKEN_RECORD_V2) {
         return DecodeStatus::kUnknownVersion;
     }
-    if (len != KA_TOKEN_RECORD_SIZE) {
+    if (len != (version == KA_TOKEN_RECORD_V1 ? KA_TOKEN_RECORD_SIZE : KA_TOKEN_RECORD_V2_SIZE)) {
         return DecodeStatus::kCorrupt;
     }
-    std::memcpy(account_id.data(), p + offsetof(ka_token_record_v1, account_id), KA_ID_LEN);
-    return DecodeStatus::kOk;
+    std::memcpy(out.account_id.data(), p + offsetof(T, account_id), KA_ID_LEN);
+    out.expires_ms = version == KA_TOKEN_RECORD_V1 ? 0 : load_le<int64_t>(p + offsetof(T2, expires_ms));
+    return out.expires_ms < 0 ? DecodeStatus::kCorrupt : DecodeStatus::kOk;
 }
 
 }  // namespace keyauth

@@ -27,7 +27,13 @@ struct KeyRecord {
     std::vector<std::string> scopes;
     std::string prefix;
     std::string name;
+    // Roll chain (layout 2); zero ids mean none. rate_id zero: the key's own.
+    Id rate_id{};
+    Id rolled_from{};
+    Id rolled_to{};
 };
+
+inline bool is_none(const Id &id) { return id == Id{}; }
 
 struct KeyRecordView {
     uint16_t version = 0;  // set even when the version is unknown
@@ -42,6 +48,11 @@ struct KeyRecordView {
     std::string_view scopes;  // packed (u8 length, bytes) entries
     std::string_view prefix;
     std::string_view name;
+    // Whose rate-limit state the key spends (layout 1: its own id).
+    const unsigned char *rate_id = nullptr;
+    // Layout 2's chain ids; null in layout 1 (none).
+    const unsigned char *rolled_from = nullptr;
+    const unsigned char *rolled_to = nullptr;
 
     // True if any granted scope grants `required`.
     bool grants(std::string_view required) const noexcept;
@@ -57,6 +68,9 @@ struct AccountRecord {
     uint32_t entitlement_rpm = 0;
     int64_t created_ms = 0;
     std::string name;
+    uint32_t max_keys = KA_DEFAULT_MAX_KEYS;
+    uint32_t live_keys = 0;                  // or KA_LIVE_KEYS_UNKNOWN
+    std::vector<std::string> allowed_scopes;  // empty: any scope
 };
 
 struct AccountRecordView {
@@ -65,6 +79,12 @@ struct AccountRecordView {
     uint32_t entitlement_rpm = 0;
     int64_t created_ms = 0;
     std::string_view name;
+    uint32_t max_keys = KA_DEFAULT_MAX_KEYS;
+    uint32_t live_keys = KA_LIVE_KEYS_UNKNOWN;
+    uint8_t allowed_scope_count = 0;
+    std::string_view allowed_scopes;  // packed (u8 length, bytes) entries
+
+    AccountRecord to_owned() const;
 };
 
 std::string encode_account_record(const AccountRecord &rec);
@@ -104,7 +124,12 @@ struct FxRecord {
 std::string encode_fx_record(const FxRecord &rec);
 DecodeStatus decode_fx_record(const void *data, size_t len, FxRecord &out) noexcept;
 
-std::string encode_token_record(const Id &account_id);
-DecodeStatus decode_token_record(const void *data, size_t len, Id &account_id) noexcept;
+struct TokenRecord {
+    Id account_id{};
+    int64_t expires_ms = 0;  // 0: the account's current token
+};
+
+std::string encode_token_record(const TokenRecord &rec);
+DecodeStatus decode_token_record(const void *data, size_t len, TokenRecord &out) noexcept;
 
 }  // namespace keyauth

@@ -152,8 +152,13 @@ sub _q { my $s = shift; $s =~ s/'/'\\''/g; return "'$s'" }
 
 sub account {
     my ($self, %o) = @_;
+    # Tests make many keys: a cap well above DESIGN's default of 100 unless
+    # a test asks (max_keys => undef keeps the default).
+    my @cap = exists $o{max_keys} ? (defined $o{max_keys} ? ('--max-keys', $o{max_keys}) : ())
+                                  : ('--max-keys', 100000000);
+    my @allowed = map { ('--allowed-scope', $_) } @{ $o{allowed_scopes} // [] };
     return $self->ctl('account', 'create', '--name', $o{name} // 'acme',
-                      '--entitlement', $o{entitlement} // 6000);
+                      '--entitlement', $o{entitlement} // 6000, @cap, @allowed);
 }
 
 sub key {
