@@ -1,73 +1,14 @@
 // The console API's handlers against a real store, without HTTP: the same
 // tests on both backends, LMDB (single host) and etcd (many edges, a real
 // member on loopback), since the API must not change with the mode.
-#include "console_api.h"
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "etcd_backend.h"
-#include "etcd_cluster.h"
-#include "temp_dir.h"
+#include "console_fixture.h"
 
 using namespace keyauth;
-using keyauth::testing::TempDir;
+using keyauth::testing::Backend;
+using keyauth::testing::ConsoleApiTest;
 using nlohmann::json;
 
 namespace {
-
-enum class Backend { kLmdb, kEtcd };
-
-// One etcd member for every test of the file; each test has its own prefix.
-keyauth::testing::EtcdCluster &shared_etcd() {
-    static auto *cluster = new keyauth::testing::EtcdCluster(1);
-    return *cluster;
-}
-
-std::unique_ptr<StoreBackend> backend_for(Backend kind, TempDir &dir) {
-    if (kind == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir.sub("db"));
-    auto &cluster = shared_etcd();
-    if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
-    static int tests = 0;
-    EtcdBackendOptions o;
-    o.endpoints = cluster.endpoints();
-    o.prefix = "/console-test/" + std::to_string(++tests);
-    std::string error;
-    auto b = EtcdBackend::make(o, error);
-    if (!b) throw std::runtime_error(error);
-    return b;
-}
-
-class ConsoleApiTest : public ::testing::TestWithParam<Backend> {
-protected:
-    TempDir dir;
-    Store store{backend_for(GetParam(), dir)};
-    ConsoleApi api{store};
-    CreatedAccount alice = store.create_account("alice", 100);
-    CreatedAccount bob = store.create_account("bob", 100);
-
-    HttpResponse call(const std::string &method, const std::string &path,
-                         const CreatedAccount *who, const std::string &body = "",
-                         const std::string &type = "application/json") {
-        HttpRequest r;
-        r.method = method;
-        r.path = path;
-        if (who) {
-            r.has_authorization = true;
-            r.authorization = "Bearer " + who->console_token;
-        }
-        r.content_type = type;
-        r.body = body;
-        return api.handle(r);
-    }
-    HttpResponse create(const CreatedAccount &who, const std::string &body) {
-        return call("POST", "/v1/keys", &who, body);
-    }
-    static json parsed(const HttpResponse &r) { return json::parse(r.body); }
-    static std::string field_of(const HttpResponse &r) {
-        return parsed(r)["error"].value("field", "");
-    }
-};
 
 const char kGood[] = R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":500})";
 
@@ -198,7 +139,5 @@ TEST_P(ConsoleApiTest, ListPaginates) {
     EXPECT_EQ(api.handle(r).status, 400);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ConsoleApiTest, ::testing::Values(Backend::kLmdb, Backend::kEtcd),
-                         [](const ::testing::TestParamInfo<Backend> &info) {
-                             return info.param == Backend::kLmdb ? "Lmdb" : "Etcd";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, ConsoleApiTest, keyauth::testing::kBothBackends,
+                         keyauth::testing::backend_name);

@@ -396,8 +396,8 @@ HttpResponse ConsoleApi::roll_key(const Id &account, const Actor &actor, const s
     Id id{};
     if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
     int64_t grace = 0;
-    // The body is optional: none (or an empty one) rolls with no grace.
-    if (!req.body.empty() || !req.content_type.empty()) {
+    // The body is optional: none rolls with no grace.
+    if (!req.body.empty()) {
         HttpResponse refused;
         std::optional<json> parsed = object_body(req, refused);
         if (!parsed) return refused;

@@ -277,13 +277,12 @@ static void back_off(int attempt) {
 // and returns the caller's answer. The backend applies the mutation only if
 // the guards still hold; otherwise the plan runs again from fresh reads (new
 // ids and secrets included), a bounded number of times.
-// An audit event for the write being computed, put under the account whose
-// trail it belongs to (zero: the operator's own), with a new event id.
-static AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor,
-                         int64_t now, const Id &account, const char *action,
-                         const char *target_type, std::string target_id) {
+// An audit event for the write being computed, in the trail of `account`
+// (zero: the operator's own); put_audit gives it its id.
+static AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor, int64_t now,
+                         const Id &account, const char *action, const char *target_type,
+                         std::string target_id) {
     AuditEvent &e = events.emplace_back();
-    e.id = generate_id(now);
     e.account = account;
     e.at_ms = now;
     e.actor = actor;
@@ -293,8 +292,23 @@ static AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor,
     return e;
 }
 
-static void put_audit(Mutation &m, const std::vector<AuditEvent> &events) {
-    for (const AuditEvent &e : events) {
+// Event ids sort in the order of an account's writes, also within one
+// millisecond: each steps past the newest id in that trail (the first of
+// its range, ids being stored inverted). Two writers that picked the same
+// id collide on the guard and one computes its write again.
+static void put_audit(RecordReader &r, Mutation &m, std::vector<AuditEvent> &events) {
+    for (AuditEvent &e : events) {
+        e.id = generate_id(e.at_ms);
+        const std::string trail = audit_key(e.account, Id{}).substr(0, KA_ID_LEN);
+        r.scan(Table::kAudit, trail, trail, [&](std::string_view key, std::string_view v) {
+            auto newest = decode_audit_record(key, v);
+            if (newest && newest->id >= e.id) {
+                e.id = newest->id;
+                for (size_t i = e.id.size(); i-- > 0 && ++e.id[i] == 0;) {
+                }
+            }
+            return false;
+        });
         const std::string key = audit_key(e.account, e.id);
         m.expect(Table::kAudit, key, std::nullopt);
         m.put(Table::kAudit, key, encode_audit_record(e));
@@ -322,7 +336,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
     validate_rate(entitlement_rpm, "entitlement");
     if (controls.max_keys) validate_max_keys(*controls.max_keys);
     if (controls.allowed_scopes) validate_scopes(*controls.allowed_scopes);
-    return write([&](RecordReader &, Mutation &m) {
+    return write([&](RecordReader &r, Mutation &m) {
         int64_t now = clock_();
         CreatedAccount out;
         out.account.id = generate_id(now);
@@ -345,7 +359,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         e.change("entitlementPerMinute", nullptr, rec.entitlement_rpm);
         e.change("maxKeys", nullptr, rec.max_keys);
         e.change("allowedScopes", nullptr, rec.allowed_scopes);
-        put_audit(m, events);
+        put_audit(r, m, events);
         return out;
     });
 }
@@ -401,7 +415,7 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
         ev.changes = e.changes;
         m.expect(Table::kAccounts, bytes(id), found.stored);
         m.put(Table::kAccounts, bytes(id), encode_account_record(rec));
-        put_audit(m, events);
+        put_audit(r, m, events);
         return acc;
     });
 }
@@ -425,7 +439,7 @@ Account Store::set_suspended(const Id &id, bool suspended, const Actor &actor) {
         e.change("status", suspended ? "active" : "suspended", suspended ? "suspended" : "active");
         m.expect(Table::kAccounts, bytes(id), found.stored);
         m.put(Table::kAccounts, bytes(id), encode_account_record(acc.record));
-        put_audit(m, events);
+        put_audit(r, m, events);
         return acc;
     });
 }
@@ -459,7 +473,7 @@ CreatedAccount Store::rotate_console_token(const Id &id, int64_t grace_seconds, 
         AuditEvent &e = audit(events, actor, now, id, "account.rotate_token", "account",
                               id_to_string(kAccountIdPrefix, id));
         e.change("graceSeconds", nullptr, grace_seconds);
-        put_audit(m, events);
+        put_audit(r, m, events);
         return out;
     });
 }
@@ -536,7 +550,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
         e.change("expiresAt", nullptr, time_or_null(spec.expires_ms));
         if (count > 1) e.change("count", nullptr, count);
-        put_audit(m, events);
+        put_audit(r, m, events);
         return made;
     });
 }
@@ -598,7 +612,7 @@ void Store::import_plans(const std::vector<PlanRecord> &plans, const Actor &acto
         e.change("catalogVersion", n, n + 1);
         e.change("plans", nullptr, plans.size());
         if (removed) e.change("removed", nullptr, removed);
-        put_audit(m, events);
+        put_audit(r, m, events);
         return true;
     });
 }
@@ -638,7 +652,7 @@ FxRecord Store::set_exchange_rate(uint64_t inr_per_usd_micro, const Actor &actor
         AuditEvent &e = audit(events, actor, rec.set_ms, Id{}, "fx.set", "fx", "");
         e.change("exchangeRate", before ? nlohmann::json(*before) : nlohmann::json(nullptr),
                  rate_text(inr_per_usd_micro));
-        put_audit(m, events);
+        put_audit(r, m, events);
         return rec;
     });
 }
@@ -686,7 +700,7 @@ KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id, co
         AuditEvent &e = audit(events, actor, rec.revoked_ms, rec.account_id, "key.revoke", "key",
                               id_to_string(kKeyIdPrefix, key_id));
         e.change("status", "active", "revoked");
-        put_audit(m, events);
+        put_audit(r, m, events);
         return rec;
     });
 }
@@ -731,7 +745,7 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
         m.expect(Table::kAccounts, bytes(rec.account_id), acc.stored);  // not suspended meanwhile
         m.expect(Table::kKeysByHash, found.hash, found.stored);
         m.put(Table::kKeysByHash, found.hash, encode_key_record(rec));
-        put_audit(m, events);
+        put_audit(r, m, events);
         return rec;
     });
 }
@@ -782,7 +796,7 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         }
         m.expect(Table::kKeysByHash, found.hash, found.stored);
         m.put(Table::kKeysByHash, found.hash, encode_key_record(old));
-        put_audit(m, events);
+        put_audit(r, m, events);
         out.predecessor = std::move(old);
         return out;
     });
