@@ -17,9 +17,16 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     AccountRecordView account;
     if (decode_account_record(data, size, account) == DecodeStatus::kOk) {
-        AccountRecord a{account.status, account.entitlement_rpm, account.created_ms,
-                        std::string(account.name)};
-        if (encode_account_record(a) != in) __builtin_trap();
+        // re-encodes (layout 1 with its defaults) to a record that reads the same
+        AccountRecord owned = account.to_owned();
+        std::string again = encode_account_record(owned);
+        AccountRecordView view;
+        if (decode_account_record(again.data(), again.size(), view) != DecodeStatus::kOk) __builtin_trap();
+        AccountRecord back = view.to_owned();
+        if (back.name != owned.name || back.max_keys != owned.max_keys || back.live_keys != owned.live_keys ||
+            back.allowed_scopes != owned.allowed_scopes || back.entitlement_rpm != owned.entitlement_rpm ||
+            back.status != owned.status || back.created_ms != owned.created_ms)
+            __builtin_trap();
     }
     PlanRecordView plan;
     if (decode_plan_record(data, size, plan) == DecodeStatus::kOk) {
@@ -27,7 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     FxRecord fx;
     decode_fx_record(data, size, fx);
-    Id id{};
-    decode_token_record(data, size, id);
+    TokenRecord token;
+    if (decode_token_record(data, size, token) == DecodeStatus::kOk) {
+        TokenRecord back;
+        std::string again = encode_token_record(token);
+        if (decode_token_record(again.data(), again.size(), back) != DecodeStatus::kOk ||
+            back.account_id != token.account_id || back.expires_ms != token.expires_ms)
+            __builtin_trap();
+    }
     return 0;
 }

@@ -74,7 +74,9 @@ std::optional<AuditEvent> decode_audit_record(std::string_view key, std::string_
     std::memcpy(e.account.data(), key.data(), KA_ID_LEN);
     for (size_t i = 0; i < KA_ID_LEN; i++) e.id[i] = static_cast<unsigned char>(~key[KA_ID_LEN + i]);
     try {
-        e.at_ms = body.at("at").get<int64_t>();
+        const json &at = body.at("at");
+        if (!at.is_number_integer()) return std::nullopt;
+        e.at_ms = at.get<int64_t>();
         const json &actor = body.at("actor");
         if (actor.at("type") == "console") {
             if (!parse_id(kAccountIdPrefix, actor.at("account").get<std::string>(), e.actor.account))

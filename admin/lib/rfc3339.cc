@@ -47,8 +47,8 @@ bool expect(std::string_view text, size_t &pos, char a, char b = 0) {
 
 std::string format_time(int64_t ms) {
     time_t secs = static_cast<time_t>(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
+    struct tm tm {};
+    if (ms < 0 || gmtime_r(&secs, &tm) == nullptr) return "1970-01-01T00:00:00.000Z";  // never stored
     char buf[64];
     snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
