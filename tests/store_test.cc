@@ -297,3 +297,72 @@ TEST(StoreBusy, AWriteThatWaitedTooLongWritesNothing) {
     EXPECT_TRUE(store.list_keys(acc, 10, std::nullopt).keys.empty());
     EXPECT_NO_THROW(store.create_key(acc, "now", {"ip:read"}, 10));  // once the lock is free
 }
+
+// The account's live-key count keeps the cap exact without reading every
+// key: revocations give places back, a batch over the cap writes nothing.
+TEST_F(StoreTest, TheKeyCapCountsLiveKeysAndABatchOverItWritesNothing) {
+    Id acc = account(600, 5);
+    auto made = store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, 0}, 4);
+    EXPECT_EQ(store.find_account(acc)->record.live_keys, 4u);
+    try {
+        store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, 0}, 2);
+        FAIL() << "over the cap";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kConflict);
+        EXPECT_EQ(e.code(), "KEY_LIMIT_REACHED");
+    }
+    EXPECT_EQ(key_count(acc), 4u) << "nothing of the refused batch was written";
+    store.revoke_key(acc, made[0].key.key_id);
+    store.revoke_key(acc, made[0].key.key_id);  // again: no second release
+    EXPECT_EQ(store.find_account(acc)->record.live_keys, 3u);
+    store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, 0}, 2);
+    EXPECT_EQ(store.find_account(acc)->record.live_keys, 5u);
+    // at the cap, a roll with no grace still works: one out, one in
+    EXPECT_THROW(store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, 0}), StoreError);
+    store.roll_key(acc, made[1].key.key_id, 0);
+    EXPECT_EQ(store.find_account(acc)->record.live_keys, 5u);
+}
+
+TEST_F(StoreTest, LifecycleInputsAreValidatedBeforeAnythingIsWritten) {
+    Id acc = account();
+    CreatedKey k = store.create_key(acc, "k", {"ip:read"}, 10);
+    expect_invalid([&] { store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, now - 1}); }, "expiresAt");
+    expect_invalid([&] { store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, now + Store::kMaxExpiryAheadMs + 10}); },
+                   "expiresAt");
+    expect_invalid([&] { store.update_key(acc, k.key.key_id, KeyChanges{}); }, "body");
+    expect_invalid([&] { store.roll_key(acc, k.key.key_id, Store::kMaxGraceSeconds + 1); }, "gracePeriodSeconds");
+    expect_invalid([&] { store.roll_key(acc, k.key.key_id, -1); }, "gracePeriodSeconds");
+    expect_invalid([&] { store.rotate_console_token(acc, -5); }, "graceSeconds");
+    AccountChanges zero;
+    zero.max_keys = 0;
+    expect_invalid([&] { store.update_account(acc, zero); }, "maxKeys");
+    AccountChanges bad_scope;
+    bad_scope.allowed_scopes = std::vector<std::string>{"nope"};
+    expect_invalid([&] { store.update_account(acc, bad_scope); }, "scopes");
+    expect_invalid([&] { store.update_account(acc, AccountChanges{}); }, "body");
+    EXPECT_EQ(store.list_audit(acc, 100, std::nullopt).events.size(), 2u) << "account.create, key.create only";
+    // an update that changes nothing writes nothing, and records nothing
+    KeyChanges same;
+    same.name = "k";
+    store.update_key(acc, k.key.key_id, same);
+    store.set_suspended(acc, false);
+    EXPECT_EQ(store.list_audit(acc, 100, std::nullopt).events.size(), 2u);
+}
+
+TEST_F(StoreTest, TheOperatorsAuditListsEveryAccountNewestFirstAndPages) {
+    Id a = account(), b = account();
+    store.create_key(a, "k", {"ip:read"}, 10);
+    store.create_key(b, "k", {"ip:read"}, 10);
+    store.set_exchange_rate(83'000'000, Actor::operator_named("ops"));
+    AuditPage all = store.list_audit(std::nullopt, 100, std::nullopt);
+    ASSERT_EQ(all.events.size(), 5u);
+    EXPECT_EQ(all.events.front().action, "fx.set");
+    EXPECT_EQ(all.events.front().changes["exchangeRate"]["to"], "83");
+    for (size_t i = 1; i < all.events.size(); i++) EXPECT_GT(all.events[i - 1].id, all.events[i].id);
+    AuditPage first = store.list_audit(std::nullopt, 2, std::nullopt);
+    ASSERT_TRUE(first.next);
+    AuditPage rest = store.list_audit(std::nullopt, 100, first.next);
+    EXPECT_EQ(first.events.size() + rest.events.size(), 5u);
+    EXPECT_EQ(rest.events.front().id, all.events[2].id);
+    EXPECT_FALSE(rest.next);
+}
