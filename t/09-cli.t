@@ -42,12 +42,16 @@ my @usage_errors = (
     # unknown commands
     [[], qr/no command/],
     [['frobnicate'], qr/unknown command "frobnicate"/],
-    [['key'], qr/key needs a command: create, list, revoke/],
+    [['key'], qr/key needs a command: create, list, show, update, roll, revoke$/m],
+    [['account'], qr/account needs a command: create, list, show, update, set-entitlement, suspend, resume, rotate-token$/m],
+    [['audit'], qr/audit needs a command: list$/m],
+    [['audit', 'show'], qr/unknown audit command "show"/],
     [['key', 'frob'], qr/unknown key command "frob"/],
     [['fx'], qr/fx needs a command: set, show/],
     # unknown options, also one valid elsewhere
     [['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5,
-      '--expires-at', '2030-01-01T00:00:00Z'], qr/unknown option "--expires-at"/],
+      '--expires-in', '3600'], qr/unknown option "--expires-in"/],
+    [['key', 'list', '--account', $A, '--expires-at', '2030-01-01T00:00:00Z'], qr/key list does not take --expires-at/],
     [['init', '--bogus'], qr/unknown option "--bogus"/],
     [['key', 'list', '--account', $A, '--bogus', 1], qr/unknown option "--bogus"/],
     [['init', '-x'], qr/unknown option "-x"/],
@@ -91,7 +95,79 @@ my @usage_errors = (
     [['--etcd-prefix', '/x', 'account', 'list'], qr/--etcd-prefix needs --etcd/],
     [['--etcd-cacert', '/x', 'init'], qr/--etcd-cacert needs --etcd/],
     [['doctor', '--etcd', 'http://127.0.0.1:1'], qr/doctor does not take --etcd/],
+    # the lifecycle commands (issue #16)
+    (map { [['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5,
+             '--expires-at', $_->[0]], $_->[1]] }
+        ['tomorrow', qr/--expires-at must be an RFC 3339 time such as \S+, not "tomorrow"/],
+        ['never', qr/--expires-at must be an RFC 3339 time such as \S+, not "never"/],
+        ['2030-01-01', qr/--expires-at must be an RFC 3339 time/],
+        ['2030-02-30T00:00:00Z', qr/--expires-at must be an RFC 3339 time/],
+        ['2030-01-01T00:00:00', qr/--expires-at must be an RFC 3339 time/],
+        ['2030-01-01T00:00:60Z', qr/--expires-at must be an RFC 3339 time/],
+        ['2030-01-01T00:00:00Z' . ('0' x 80), qr/--expires-at must be an RFC 3339 time/]),
+    [['key', 'show'], qr/key show needs KEY_ID/],
+    [['key', 'show', 'nope'], qr/KEY_ID "nope" is not a key_<24 hex digits> id/],
+    [['key', 'show', $A], qr/KEY_ID "\Q$A\E" is not a key_/],
+    [['key', 'show', $K, '--rate', 5], qr/key show does not take --rate/],
+    [['key', 'show', $K, '--account', 'acc_1'], qr/--account "acc_1" is not an? acc_/],
+    [['key', 'update'], qr/key update needs KEY_ID/],
+    [['key', 'update', $K], qr/key update needs something to change: --name, --scope, --rate or --expires-at/],
+    [['key', 'update', $K, '--account', $A], qr/key update needs something to change/],
+    [['key', 'update', $K, '--expires-at', 'later'], qr/--expires-at must be an RFC 3339 time such as \S+ or "never", not "later"/],
+    [['key', 'update', $K, '--expires-at', 'Never'], qr/--expires-at must be an RFC 3339 time/],
+    [['key', 'update', $K, '--rate', 'x'], qr/--rate must be a positive integer, not "x"/],
+    [['key', 'update', $K, '--rate', '99999999999'], qr/--rate must be a positive integer/],
+    [['key', 'update', $K, '--count', 2], qr/key update does not take --count/],
+    [['key', 'update', $K, '--name', 'a', '--name', 'b'], qr/--name given more than once/],
+    [['key', 'update', $K, $K, '--name', 'a'], qr/unexpected argument "\Q$K\E" after key update/],
+    [['key', 'update', 'key_zz', '--name', 'a'], qr/KEY_ID "key_zz" is not a key_/],
+    [['key', 'roll'], qr/key roll needs KEY_ID/],
+    [['key', 'roll', $K, '--grace-seconds', '-1'], qr/--grace-seconds must be a positive integer, not "-1"/],
+    [['key', 'roll', $K, '--grace-seconds', '1h'], qr/--grace-seconds must be a positive integer/],
+    [['key', 'roll', $K, '--grace-seconds'], qr/--grace-seconds needs a value/],
+    [['key', 'roll', $K, '--name', 'x'], qr/key roll does not take --name/],
+    [['key', 'roll', $K, '--expires-at', '2030-01-01T00:00:00Z'], qr/key roll does not take --expires-at/],
+    [['account', 'show'], qr/account show needs ACC_ID/],
+    [['account', 'show', $K], qr/ACC_ID "\Q$K\E" is not an? acc_/],
+    [['account', 'update'], qr/account update needs ACC_ID/],
+    [['account', 'update', '--any-scope'], qr/account update needs ACC_ID/],
+    [['account', 'update', $A], qr/account update needs something to change: --name, --entitlement, --max-keys, --allowed-scope or --any-scope/],
+    [['account', 'update', $A, '--allowed-scope', 'ip:read', '--any-scope'],
+     qr/--allowed-scope and --any-scope contradict each other/],
+    [['account', 'update', $A, '--any-scope=yes'], qr/--any-scope takes no value/],
+    [['account', 'update', $A, '--any-scope', '--any-scope'], qr/--any-scope given more than once/],
+    [['account', 'update', $A, '--max-keys', 'lots'], qr/--max-keys must be a positive integer/],
+    [['account', 'update', $A, '--entitlement', '-5'], qr/--entitlement must be a positive integer/],
+    [['account', 'update', $A, '--scope', 'ip:read'], qr/account update does not take --scope/],
+    [['account', 'update', 'acc_zz', '--name', 'x'], qr/ACC_ID "acc_zz" is not an? acc_/],
+    [['account', 'create', '--name', 'a', '--entitlement', 5, '--any-scope'], qr/account create does not take --any-scope/],
+    [['account', 'suspend'], qr/account suspend needs ACC_ID/],
+    [['account', 'suspend', $A, 'now'], qr/unexpected argument "now" after account suspend/],
+    [['account', 'suspend', '--account', $A], qr/account suspend needs ACC_ID/],
+    [['account', 'resume', 'acc_zz'], qr/ACC_ID "acc_zz" is not an? acc_/],
+    [['account', 'resume', $A, '--name', 'x'], qr/account resume does not take --name/],
+    [['account', 'rotate-token'], qr/account rotate-token needs ACC_ID/],
+    [['account', 'rotate-token', $A, '--grace-seconds', 'soon'], qr/--grace-seconds must be a positive integer, not "soon"/],
+    [['account', 'rotate-token', $A, '--grace-seconds', '1', '--grace-seconds', '2'], qr/--grace-seconds given more than once/],
+    [['audit', 'list', '--limit', 0], qr/--limit must be from 1 to 1000/],
+    [['audit', 'list', '--limit', 1001], qr/--limit must be from 1 to 1000/],
+    [['audit', 'list', '--cursor', $K], qr/--cursor "\Q$K\E" is not an? evt_/],
+    [['audit', 'list', '--account', 'x'], qr/--account "x" is not an? acc_/],
+    [['audit', 'list', 'all'], qr/unexpected argument "all" after audit list/],
+    [['audit', 'list', '--name', 'x'], qr/audit list does not take --name/],
 );
+
+# what the store holds before the usage errors, to show they wrote nothing
+sub store_state {
+    my @state;
+    for my $args (['audit', 'list', '--limit', 1000], ['key', 'show', $K], ['account', 'show', $A]) {
+        my ($rc, $out) = run_ctl_captured('--db', $db, '--json', @$args);
+        die "@$args: $rc" if $rc;
+        push @state, $out;
+    }
+    return join '', @state;
+}
+my $before = store_state();
 
 for my $case (@usage_errors) {
     my ($args, $re) = @$case;
@@ -136,7 +212,39 @@ for my $args (['init', $secret], ['init', "--$secret"]) {
     like $err, qr/\Q$key->{prefix}\E\*+/, '(after its 12-character prefix)';
 }
 
+# well-formed, but the store refuses: exit 1 with its message, no usage
+my $no_key = 'key_' . ('0' x 24);
+my $no_acc = 'acc_' . ('0' x 24);
+for my $case (
+    [['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5,
+      '--expires-at', '2000-01-01T00:00:00Z'], qr/expiresAt must be in the future/],
+    [['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5,
+      '--expires-at', '1970-01-01T00:00:00Z'], qr/expiresAt must be in the future/],
+    [['key', 'create', '--account', $A, '--name', 'n', '--scope', 'ip:read', '--rate', 5,
+      '--expires-at', '2100-01-01T00:00:00+05:30'], qr/expiresAt must be at most 3652 days ahead/],
+    [['key', 'update', $K, '--expires-at', '2001-01-01T00:00:00Z'], qr/expiresAt must be in the future/],
+    [['key', 'update', $K, '--rate', 0], qr/rateLimitPerMinute/],
+    [['key', 'roll', $K, '--grace-seconds', 604801], qr/gracePeriodSeconds must be an integer from 0 to 604800/],
+    [['account', 'rotate-token', $A, '--grace-seconds', 604801], qr/graceSeconds must be an integer from 0 to 604800/],
+    [['account', 'update', $A, '--max-keys', 0], qr/maxKeys must be an integer from 1/],
+    [['key', 'show', $no_key], qr/no key \Q$no_key\E/],
+    [['key', 'update', $no_key, '--name', 'x'], qr/no key \Q$no_key\E/],
+    [['key', 'show', $K, '--account', $no_acc], qr/no key \Q$K\E/],
+    [['key', 'roll', $K, '--account', $no_acc], qr/no key \Q$K\E/],
+    [['account', 'show', $no_acc], qr/no account \Q$no_acc\E/],
+    [['account', 'suspend', $no_acc], qr/no account \Q$no_acc\E/],
+) {
+    my ($args, $re) = @$case;
+    my ($rc, $out, $err) = run_ctl_captured('--db', $db, '--json', @$args);
+    is $rc, 1, "keyauthctl @$args: the store refuses, exit 1";
+    like $err, qr/^keyauthctl: /, '... an error message';
+    like $err, $re, '... the store\'s reason' or diag $err;
+    unlike $err, qr/usage:/, '... no usage';
+    is $out, '', '... nothing on stdout';
+}
+
 # nothing of the above changed the store
+is store_state(), $before, 'no usage error wrote anything: key, account and audit trail as they were';
 my ($rc, $out, $err) = run_ctl_captured('--db', $db, '--json', 'key', 'list', '--account', $A);
 is $rc, 0, 'key list still works';
 is scalar @{ JSON::PP::decode_json($out)->{keys} }, 1, 'still the one key';

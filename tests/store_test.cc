@@ -198,6 +198,26 @@ TEST_F(StoreTest, EntitlementChangesAreStored) {
     expect_invalid([&] { store.set_entitlement(a, 0); }, "entitlement");
 }
 
+// An empty allowed-scope list is "any scope" (AccountChanges), not a bad
+// list: it lifts a limit set before (keyauthctl account update --any-scope).
+TEST_F(StoreTest, AnEmptyAllowedScopeListLiftsTheLimit) {
+    Id acc = account();
+    AccountChanges limit;
+    limit.allowed_scopes = std::vector<std::string>{"ip:*"};
+    store.update_account(acc, limit);
+    EXPECT_THROW(store.create_key(acc, "geo", {"geo:read"}, 5), StoreError);
+    AccountChanges any;
+    any.allowed_scopes = std::vector<std::string>{};
+    EXPECT_TRUE(store.update_account(acc, any).record.allowed_scopes.empty());
+    EXPECT_NO_THROW(store.create_key(acc, "geo", {"geo:read"}, 5));
+    AccountChanges none;
+    none.allowed_scopes = std::vector<std::string>{};
+    EXPECT_TRUE(store.create_account("open", 60, none).account.record.allowed_scopes.empty());
+    AccountChanges bad;
+    bad.allowed_scopes = std::vector<std::string>{"nocolon"};
+    expect_invalid([&] { store.update_account(acc, bad); }, "scopes");
+}
+
 TEST_F(StoreTest, ReopeningKeepsEverything) {
     Id a = account();
     auto k = store.create_key(a, "k", {"ip:read"}, 10).key;

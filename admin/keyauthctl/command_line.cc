@@ -1,11 +1,13 @@
 #include "command_line.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 
 #include "redact.h"
+#include "rfc3339.h"
 
 namespace keyauthctl {
 
@@ -18,12 +20,38 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         --max-keys caps its active keys (default 100); --allowed-scope
         limits the scopes its keys may have (default: any)
   account list
+  account show ACC_ID
+  account update ACC_ID [--name NAME] [--entitlement RPM] [--max-keys N]
+                 [--allowed-scope S ... | --any-scope]
+        change what is given (at least one); a lower --max-keys leaves
+        existing keys alone; --any-scope lifts the scope limit
   account set-entitlement --account ACC_ID --entitlement RPM
-  key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM [--count N]
+  account suspend ACC_ID
+  account resume ACC_ID
+        a suspended account's console calls and keys get 403 ACCOUNT_SUSPENDED
+  account rotate-token ACC_ID [--grace-seconds N]
+        a new console token, printed once; the old one stops now, or after
+        N seconds (at most 604800)
+  key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM
+             [--expires-at TIME] [--count N]
         create an API key (or N alike: in one transaction on --db, in
-        transactions of 40 on --etcd, each printed as it is made); prints the secret once
+        transactions of 40 on --etcd, each printed as it is made); prints the
+        secret once. TIME is RFC 3339 (2030-01-01T00:00:00Z, or an offset),
+        in the future, at most 3652 days ahead
   key list --account ACC_ID [--limit N] [--cursor KEY_ID]
+  key show KEY_ID [--account ACC_ID]
+  key update KEY_ID [--account ACC_ID] [--name NAME] [--scope SCOPE ...] [--rate RPM]
+             [--expires-at TIME|never]
+        change what is given (at least one); same id and secret
+  key roll KEY_ID [--account ACC_ID] [--grace-seconds N]
+        a successor with a new secret (printed once), the same name, scopes,
+        rate and expiry; the old key is revoked now, or stops after N seconds
   key revoke KEY_ID [--account ACC_ID]
+        with --account, a key of another account is not found (key show,
+        update, roll and revoke alike)
+  audit list [--account ACC_ID] [--limit N] [--cursor EVT_ID]
+        who changed what, newest first: one account's trail, or every event;
+        --limit 1 to 1000 (default 100)
   plans import FILE.json
         validate a whole catalog and replace the current one atomically
   plans list
@@ -46,10 +74,12 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
   --map-size MIB  a map of at least this size (default: as the store was last
                   written, 4096 for a new store); not for doctor
 
-Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE";
-only --scope and --allowed-scope may be given more than once. An unknown command or option, a
-missing value, a repeated option or an extra argument is a usage error
-(exit 2); a store that refuses the request exits 1.
+Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
+(--json and --any-scope take no value); only --scope and --allowed-scope may
+be given more than once. An unknown command or option, a missing value, a
+repeated option or an extra argument is a usage error (exit 2); a store that
+refuses the request exits 1, naming the error code where there is one
+(KEY_REVOKED, KEY_LIMIT_REACHED, ...).
 )";
 
 std::string shown(std::string s) {
@@ -90,7 +120,20 @@ const std::vector<Command> kCommands = {
      {{"name", true, false}, {"entitlement", true, false}, {"max-keys", false, false}, {"allowed-scope", false, true}},
      true},
     {"account", "list", {}, {}, true},
+    {"account", "show", {"ACC_ID"}, {}, true},
+    {"account",
+     "update",
+     {"ACC_ID"},
+     {{"name", false, false},
+      {"entitlement", false, false},
+      {"max-keys", false, false},
+      {"allowed-scope", false, true},
+      {"any-scope", false, false, true}},
+     true},
     {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
+    {"account", "suspend", {"ACC_ID"}, {}, true},
+    {"account", "resume", {"ACC_ID"}, {}, true},
+    {"account", "rotate-token", {"ACC_ID"}, {{"grace-seconds", false, false}}, true},
     {"key",
      "create",
      {},
@@ -98,6 +141,7 @@ const std::vector<Command> kCommands = {
       {"name", true, false},
       {"scope", true, true},
       {"rate", true, false},
+      {"expires-at", false, false},
       {"count", false, false}},
      true},
     {"key",
@@ -105,7 +149,19 @@ const std::vector<Command> kCommands = {
      {},
      {{"account", true, false}, {"limit", false, false}, {"cursor", false, false}},
      true},
+    {"key", "show", {"KEY_ID"}, {{"account", false, false}}, true},
+    {"key",
+     "update",
+     {"KEY_ID"},
+     {{"account", false, false},
+      {"name", false, false},
+      {"scope", false, true},
+      {"rate", false, false},
+      {"expires-at", false, false}},
+     true},
+    {"key", "roll", {"KEY_ID"}, {{"account", false, false}, {"grace-seconds", false, false}}, true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
+    {"audit", "list", {}, {{"account", false, false}, {"limit", false, false}, {"cursor", false, false}}, true},
     {"plans", "import", {"FILE"}, {}, true},
     {"plans", "list", {}, {}, true},
     {"fx", "set", {"RATE"}, {}, true},
@@ -117,13 +173,24 @@ const char *const kGlobalOptions[] = {"db", "map-size", "etcd", "etcd-prefix", "
 
 bool is_etcd_option(const std::string &name) { return name.rfind("etcd", 0) == 0; }
 
+// The option of that name in any command (a name means the same, flag or
+// not, wherever it is taken), or null.
+const Opt *find_option(const std::string &name) {
+    for (const auto &c : kCommands)
+        for (const auto &o : c.options)
+            if (name == o.name) return &o;
+    return nullptr;
+}
+
 bool known_option(const std::string &name) {
     for (const char *g : kGlobalOptions)
         if (name == g) return true;
-    for (const auto &c : kCommands)
-        for (const auto &o : c.options)
-            if (name == o.name) return true;
-    return false;
+    return find_option(name) != nullptr;
+}
+
+bool is_flag(const std::string &name) {
+    const Opt *o = find_option(name);
+    return o && o->flag;
 }
 
 // Splits the command line into words and options; "--name=value" and
@@ -168,6 +235,11 @@ Args split_args(int argc, char **argv) {
             continue;
         }
         if (!known_option(name)) throw UsageError("unknown option \"--" + shown(name) + "\"");
+        if (is_flag(name)) {
+            if (inline_value) throw UsageError("--" + name + " takes no value");
+            a.options[name].push_back("");
+            continue;
+        }
         if (!inline_value) {
             if (i + 1 >= argc) throw UsageError("--" + name + " needs a value");
             value = argv[++i];
@@ -242,8 +314,16 @@ uint32_t parse_u32(const std::string &s, const char *what) {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v > UINT32_MAX)
-        throw UsageError(std::string(what) + " must be a positive integer, not \"" + s + "\"");
+        throw UsageError(std::string(what) + " must be a positive integer, not \"" + shown(s) + "\"");
     return static_cast<uint32_t>(v);
+}
+
+int64_t parse_time_arg(const std::string &s, const char *what, bool allow_never) {
+    if (allow_never && s == "never") return 0;
+    // 0 would mean "never" to the Store; the epoch is in the past all the same
+    if (auto ms = keyauth::parse_time(s)) return std::max<int64_t>(*ms, 1);
+    throw UsageError(std::string(what) + " must be an RFC 3339 time such as 2030-01-01T00:00:00Z" +
+                     (allow_never ? " or \"never\"" : "") + ", not \"" + shown(s) + "\"");
 }
 
 keyauth::Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what) {

@@ -24,6 +24,7 @@ struct Opt {
     const char *name;
     bool required;
     bool repeatable;
+    bool flag = false;  // takes no value: --any-scope
 };
 
 // Its words, its positional arguments (names, for messages), and the
@@ -46,6 +47,7 @@ struct Args {
     std::optional<std::string> opt(const std::string &name) const;
     std::string need(const std::string &name) const;
     std::vector<std::string> all(const std::string &name) const;
+    bool has(const std::string &name) const { return options.count(name) != 0; }
 };
 
 // Splits and checks the whole line against the table; -h/--help prints the
@@ -54,6 +56,8 @@ Args parse_command_line(int argc, char **argv);
 
 uint32_t parse_u32(const std::string &s, const char *what);
 keyauth::Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what);
+// An RFC 3339 time in ms, or 0 for "never" when allow_never.
+int64_t parse_time_arg(const std::string &s, const char *what, bool allow_never);
 
 // An argument echoed in a message: a secret pasted there is masked, then cut.
 std::string shown(std::string s);

@@ -10,10 +10,11 @@ int run_account(keyauth::Store &store, const Args &a);
 int run_key(keyauth::Store &store, const Args &a);
 int run_plans(keyauth::Store &store, const Args &a);
 int run_fx(keyauth::Store &store, const Args &a);
+int run_audit(keyauth::Store &store, const Args &a);
 int run_init(const std::string &db, const Args &a);
 // init on etcd: nothing to create; checks that the cluster answers.
 int run_init_etcd(keyauth::Store &store, const std::string &endpoints, const Args &a);
-// account, key, plans and fx commands.
+// account, key, audit, plans and fx commands.
 int run(keyauth::Store &store, const Args &a);
 // Before anything opens (and so creates) the store; exit 1 on a failure.
 int run_doctor(const std::string &db, const Args &a);

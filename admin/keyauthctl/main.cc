@@ -60,7 +60,11 @@ int main(int argc, char **argv) {
     } catch (const UsageError &e) {
         std::cerr << "keyauthctl: " << e.what() << "\n\n" << kUsage;
         return 2;
-    } catch (const std::exception &e) {  // StoreError and I/O: the store refused
+    } catch (const keyauth::StoreError &e) {
+        // the code (KEY_REVOKED, ...) is what a script tells the refusals apart by
+        std::cerr << "keyauthctl: " << e.what() << (e.code().empty() ? "" : " (" + e.code() + ")") << "\n";
+        return 1;
+    } catch (const std::exception &e) {  // I/O: the store refused
         std::cerr << "keyauthctl: " << e.what() << "\n";
         return 1;
     }

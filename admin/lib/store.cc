@@ -91,6 +91,11 @@ FoundAccount account_for_write(RecordReader &r, const Id &id) {
     return FoundAccount{*v, account_from(id, *v)};
 }
 
+// No allowed scopes means any scope (AccountChanges): only a list given is checked.
+void validate_allowed_scopes(const std::optional<std::vector<std::string>> &scopes) {
+    if (scopes && !scopes->empty()) validate_scopes(*scopes);
+}
+
 void validate_max_keys(uint32_t n) {
     if (n < 1 || n > KA_MAX_KEYS_LIMIT)
         invalid("maxKeys", "maxKeys must be an integer from 1 to " + std::to_string(KA_MAX_KEYS_LIMIT));
@@ -335,7 +340,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
     validate_name(name);
     validate_rate(entitlement_rpm, "entitlement");
     if (controls.max_keys) validate_max_keys(*controls.max_keys);
-    if (controls.allowed_scopes) validate_scopes(*controls.allowed_scopes);
+    validate_allowed_scopes(controls.allowed_scopes);
     return write([&](RecordReader &r, Mutation &m) {
         int64_t now = clock_();
         CreatedAccount out;
@@ -385,7 +390,7 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
     if (changes.name) validate_name(*changes.name);
     if (changes.entitlement_rpm) validate_rate(*changes.entitlement_rpm, "entitlement");
     if (changes.max_keys) validate_max_keys(*changes.max_keys);
-    if (changes.allowed_scopes) validate_scopes(*changes.allowed_scopes);
+    validate_allowed_scopes(changes.allowed_scopes);
     return write([&](RecordReader &r, Mutation &m) {
         FoundAccount found = account_for_write(r, id);
         Account acc = found.account;

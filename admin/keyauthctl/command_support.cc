@@ -1,0 +1,62 @@
+#include "command_support.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "key_json.h"
+
+namespace keyauthctl {
+
+using keyauth::Id;
+using nlohmann::json;
+
+void print(bool as_json, const json &j, const std::string &text) {
+    if (as_json) std::cout << j.dump(2) << "\n";
+    else std::cout << text;
+}
+
+// Operators are named in the audit trail by the login that ran keyauthctl
+// (the one sudo was called from, when it was).
+keyauth::Actor operator_actor() {
+    const char *sudo = std::getenv("SUDO_USER");
+    if (sudo && *sudo) return keyauth::Actor::operator_named(sudo);
+    struct passwd *pw = getpwuid(geteuid());
+    return keyauth::Actor::operator_named(pw ? pw->pw_name : std::to_string(geteuid()));
+}
+
+uint32_t entitlement_of(keyauth::Store &store, const Id &account) {
+    auto acc = store.find_account(account);
+    return acc ? acc->record.entitlement_rpm : 0;
+}
+
+json key_json(keyauth::Store &store, const keyauth::KeyRecord &key) {
+    return keyauth::key_to_json(key, entitlement_of(store, key.account_id), store.now());
+}
+
+std::string key_line(const json &k) {
+    std::string scopes;
+    for (const auto &s : k["scopes"]) scopes += (scopes.empty() ? "" : ",") + s.get<std::string>();
+    return k["id"].get<std::string>() + "  " + k["prefix"].get<std::string>() + "...  " +
+           k["status"].get<std::string>() + "  " + std::to_string(k["rateLimitPerMinute"].get<uint32_t>()) +
+           "/min  " + scopes + "  " + k["name"].get<std::string>() + "\n";
+}
+
+// check_args has made sure the positional is there.
+Id account_arg(const Args &a) { return parse_id_arg(keyauth::kAccountIdPrefix, a.words.at(2), "ACC_ID"); }
+
+Id key_arg(const Args &a) { return parse_id_arg(keyauth::kKeyIdPrefix, a.words.at(2), "KEY_ID"); }
+
+std::optional<Id> owner_arg(const Args &a) {
+    if (auto acc = a.opt("account")) return parse_id_arg(keyauth::kAccountIdPrefix, *acc, "--account");
+    return std::nullopt;
+}
+
+int64_t grace_arg(const Args &a) {
+    auto grace = a.opt("grace-seconds");
+    return grace ? parse_u32(*grace, "--grace-seconds") : 0;
+}
+
+}  // namespace keyauthctl

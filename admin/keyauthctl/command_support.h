@@ -1,0 +1,38 @@
+// What keyauthctl's command files share: printing an answer as text or
+// JSON, the operator named in the audit trail, and the arguments several
+// commands take alike.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "command_line.h"
+#include "store.h"
+
+namespace keyauthctl {
+
+void print(bool as_json, const nlohmann::json &j, const std::string &text);
+
+// The Actor of every write keyauthctl makes.
+keyauth::Actor operator_actor();
+
+// The account's entitlement, to show a key's effective rate (0 if gone).
+uint32_t entitlement_of(keyauth::Store &store, const keyauth::Id &account);
+
+// The key object as key list and key show print it (never a secret).
+nlohmann::json key_json(keyauth::Store &store, const keyauth::KeyRecord &key);
+
+// One line of key list: id, prefix, status, effective rate, scopes, name.
+std::string key_line(const nlohmann::json &k);
+
+// The positional id of an account or key command (its third word).
+keyauth::Id account_arg(const Args &a);
+keyauth::Id key_arg(const Args &a);
+// --account, where a key command takes it to mean "a key of this account".
+std::optional<keyauth::Id> owner_arg(const Args &a);
+// --grace-seconds (default 0); the Store bounds it.
+int64_t grace_arg(const Args &a);
+
+}  // namespace keyauthctl

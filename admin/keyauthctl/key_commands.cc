@@ -1,0 +1,152 @@
+// keyauthctl key create|list|show|update|roll|revoke.
+#include <algorithm>
+#include <iostream>
+
+#include "command_support.h"
+#include "commands.h"
+#include "key_json.h"
+
+namespace keyauthctl {
+
+using keyauth::Id;
+using nlohmann::json;
+
+namespace {
+
+// A new key's object with its secret: the one time it is ever printed.
+json with_secret(const keyauth::CreatedKey &k, uint32_t entitlement, int64_t now, std::string &text) {
+    json j = keyauth::key_to_json(k.key, entitlement, now);
+    j["secret"] = k.secret;
+    text += "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " + k.secret + "\n";
+    return j;
+}
+
+int key_create(keyauth::Store &store, const Args &a) {
+    Id account = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
+    auto count = a.opt("count");
+    keyauth::KeySpec spec;
+    spec.name = a.need("name");
+    spec.scopes = a.all("scope");
+    spec.requested_rpm = parse_u32(a.need("rate"), "--rate");
+    if (auto t = a.opt("expires-at")) spec.expires_ms = parse_time_arg(*t, "--expires-at", false);
+    size_t left = count ? parse_u32(*count, "--count") : 1;
+    if (left < 1 || left > 10'000'000) throw UsageError("--count must be from 1 to 10000000");
+    const keyauth::Actor actor = operator_actor();
+    // A store that takes fewer keys per write (etcd) gets them in batches.
+    // Whatever fails, every key made is printed: its secret exists nowhere
+    // else.
+    json all = json::array();
+    std::string text;
+    auto report = [&] {
+        if (all.empty()) return;
+        print(a.as_json, count ? json{{"keys", all}} : all.front(), text);
+    };
+    try {
+        std::optional<uint32_t> ent;  // read once: --count may make millions
+        while (left > 0) {
+            size_t batch = std::min(left, store.max_keys_per_write());
+            auto made = store.create_keys(account, spec, batch, actor);
+            left -= batch;
+            if (!ent) ent = entitlement_of(store, account);
+            for (const auto &k : made) all.push_back(with_secret(k, *ent, store.now(), text));
+        }
+    } catch (...) {
+        report();
+        if (!all.empty())
+            std::cerr << "keyauthctl: " << all.size() << " keys were created (printed above) before this error\n";
+        throw;
+    }
+    report();
+    return 0;
+}
+
+int key_list(keyauth::Store &store, const Args &a) {
+    Id account = parse_id_arg(keyauth::kAccountIdPrefix, a.need("account"), "--account");
+    auto limit = a.opt("limit");
+    auto cursor = a.opt("cursor");
+    std::optional<Id> after;
+    if (cursor) after = parse_id_arg(keyauth::kKeyIdPrefix, *cursor, "--cursor");
+    auto page = store.list_keys(account, limit ? parse_u32(*limit, "--limit") : keyauth::Store::kMaxPageSize,
+                                after);
+    uint32_t ent = entitlement_of(store, account);
+    json arr = json::array();
+    std::string text;
+    for (const auto &k : page.keys) {
+        arr.push_back(keyauth::key_to_json(k, ent, store.now()));
+        text += key_line(arr.back());
+    }
+    json next = page.next ? json(keyauth::id_to_string(keyauth::kKeyIdPrefix, *page.next)) : json(nullptr);
+    if (page.next) text += "more: --cursor " + next.get<std::string>() + "\n";
+    print(a.as_json, json{{"keys", arr}, {"nextCursor", next}}, text);
+    return 0;
+}
+
+// As the console reads it: with --account, another account's key is "no key".
+int key_show(keyauth::Store &store, const Args &a) {
+    Id id = key_arg(a);
+    auto owner = owner_arg(a);
+    auto key = store.find_key(id);
+    if (!key || (owner && key->account_id != *owner))
+        throw keyauth::StoreError(keyauth::StoreError::Kind::kNotFound, "id",
+                                  "no key " + keyauth::id_to_string(keyauth::kKeyIdPrefix, id));
+    json j = key_json(store, *key);
+    std::string expires = j["expiresAt"].is_null() ? "never" : j["expiresAt"].get<std::string>();
+    std::string text = key_line(j) + "  account " + keyauth::id_to_string(keyauth::kAccountIdPrefix, key->account_id) +
+                       "\n  created " + j["createdAt"].get<std::string>() + ", expires " + expires + "\n";
+    for (const char *field : {"revokedAt", "rolledFrom", "rolledTo"})
+        if (!j[field].is_null()) text += std::string("  ") + field + " " + j[field].get<std::string>() + "\n";
+    print(a.as_json, j, text);
+    return 0;
+}
+
+int key_update(keyauth::Store &store, const Args &a) {
+    Id id = key_arg(a);
+    auto owner = owner_arg(a);
+    keyauth::KeyChanges changes;
+    changes.name = a.opt("name");
+    if (a.has("scope")) changes.scopes = a.all("scope");
+    if (auto rate = a.opt("rate")) changes.requested_rpm = parse_u32(*rate, "--rate");
+    if (auto t = a.opt("expires-at")) changes.expires_ms = parse_time_arg(*t, "--expires-at", true);
+    if (changes.empty()) throw UsageError("key update needs something to change: --name, --scope, --rate or --expires-at");
+    auto rec = store.update_key(owner, id, changes, operator_actor());
+    json j = key_json(store, rec);
+    print(a.as_json, j, "key " + j["id"].get<std::string>() + " updated\n" + key_line(j));
+    return 0;
+}
+
+int key_roll(keyauth::Store &store, const Args &a) {
+    Id id = key_arg(a);
+    auto owner = owner_arg(a);
+    auto rolled = store.roll_key(owner, id, grace_arg(a), operator_actor());
+    std::string text;
+    json j = with_secret(rolled.successor, entitlement_of(store, rolled.successor.key.account_id), store.now(),
+                         text);
+    json old = key_json(store, rolled.predecessor);
+    j["predecessor"] = old;
+    text += "key " + old["id"].get<std::string>() +
+            (old["status"] == "revoked" ? " revoked now\n" : " stops at " + old["expiresAt"].get<std::string>() + "\n");
+    print(a.as_json, j, text);
+    return 0;
+}
+
+int key_revoke(keyauth::Store &store, const Args &a) {
+    auto rec = store.revoke_key(owner_arg(a), key_arg(a), operator_actor());
+    json j = key_json(store, rec);
+    print(a.as_json, j, "key " + j["id"].get<std::string>() + " revoked\n");
+    return 0;
+}
+
+}  // namespace
+
+int run_key(keyauth::Store &store, const Args &a) {
+    const std::string verb = a.words.size() > 1 ? a.words[1] : "";
+    if (verb == "create") return key_create(store, a);
+    if (verb == "list") return key_list(store, a);
+    if (verb == "show") return key_show(store, a);
+    if (verb == "update") return key_update(store, a);
+    if (verb == "roll") return key_roll(store, a);
+    if (verb == "revoke") return key_revoke(store, a);
+    throw UsageError("unknown key command \"" + verb + "\"");
+}
+
+}  // namespace keyauthctl
