@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keyauth_schema.h"  /* the on-disk names the glue needs (KA_USAGE_DIR_SUFFIX) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
