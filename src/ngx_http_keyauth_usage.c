@@ -161,12 +161,22 @@ ngx_http_keyauth_usage_init_process(ngx_cycle_t *cycle)
 void
 ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
 {
-    if (ngx_http_keyauth_usage_kmcf == NULL) {
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
+
+    if (kmcf == NULL || kmcf->shm_zone == NULL || kmcf->usage_db.len == 0
+        || (ngx_process != NGX_PROCESS_WORKER
+            && ngx_process != NGX_PROCESS_SINGLE))
+    {
         return;
     }
 
-    /* what was counted since the last collection: a reload or a binary
-     * upgrade then loses nothing that reached this zone */
+    /* every exiting worker collects what was counted since the last
+     * collection, not only worker 0: after a binary upgrade or a change of
+     * the zone's size, the old zone has no other collector, and the last of
+     * its workers to leave takes what the others counted */
+    ngx_http_keyauth_usage_kmcf = kmcf;
     ngx_http_keyauth_usage_flush(cycle->log);
 
     if (ngx_http_keyauth_usage_env != NULL) {

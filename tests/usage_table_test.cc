@@ -29,7 +29,7 @@ struct Table {
     }
     std::vector<UsageDelta> collect(int64_t now_ms = kNowMs) {
         std::vector<UsageDelta> out;
-        table->collect(now_ms, kIdleMs, lock, [&](const UsageDelta &d) { out.push_back(d); });
+        table->collect(0, table->slots(), now_ms, kIdleMs, lock, [&](const UsageDelta &d) { out.push_back(d); });
         return out;
     }
 

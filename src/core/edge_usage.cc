@@ -22,6 +22,10 @@ void say(char *err, size_t len, const std::string &what) {
     if (len > 0) std::snprintf(err, len, "%s", what.c_str());
 }
 
+// One write transaction per this many slots: a bounded buffer, whatever the
+// zone's size.
+constexpr size_t kSlotsPerTxn = 4096;
+
 RateLock lock_of(const ka_lock_t *l) { return RateLock{l->lock, l->unlock, l->data}; }
 
 }  // namespace
@@ -68,20 +72,27 @@ long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t id
     const RateLock l = lock_of(lock);
     std::vector<UsageDelta> deltas;
     try {
-        deltas.reserve(t->slots());  // so that collecting never throws
+        deltas.reserve(kSlotsPerTxn);  // so that collecting never throws
     } catch (...) {
         say(err, err_len, "out of memory");
         return -1;
     }
-    t->collect(now_ms, idle_ms, l, [&deltas](const UsageDelta &d) { deltas.push_back(d); });
-    if (deltas.empty()) return 0;
-    std::string why;
-    if (!env->env->add(deltas.data(), deltas.size(), why)) {
-        for (const UsageDelta &d : deltas) t->restore(d, l);
-        say(err, err_len, why);
-        return -1;
+    long written = 0;
+    for (size_t from = 0; from < t->slots(); from += kSlotsPerTxn) {
+        deltas.clear();
+        t->collect(from, from + kSlotsPerTxn, now_ms, idle_ms, l,
+                   [&deltas](const UsageDelta &d) { deltas.push_back(d); });
+        if (deltas.empty()) continue;
+        std::string why;
+        if (!env->env->add(deltas.data(), deltas.size(), why)) {
+            // these go back; the slots after them were not touched
+            for (const UsageDelta &d : deltas) t->restore(d, l);
+            say(err, err_len, why);
+            return -1;
+        }
+        written += static_cast<long>(deltas.size());
     }
-    return static_cast<long>(deltas.size());
+    return written;
 }
 
 }  // extern "C"

@@ -181,9 +181,11 @@ int ka_usage_count(void *table, const ka_auth_result_t *key, int allowed,
 ka_usage_env_t *ka_usage_env_open(const char *path, char *err, size_t err_len);
 void ka_usage_env_close(ka_usage_env_t *env);
 
-/* Moves every delta of the table into env (one write transaction) and
- * frees the slots of keys idle for idle_ms. Returns the number of keys
- * written, or -1 with err filled: then the deltas are back in the table. */
+/* Moves every delta of the table into env (a write transaction per 4096
+ * slots) and frees the slots of keys idle for idle_ms. Returns the number
+ * of keys written, or -1 with err filled: then the deltas not written are
+ * back in (or still in) the table. Any worker may call it at any time: a
+ * delta is taken by exactly one caller. */
 long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms,
     int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len);
 

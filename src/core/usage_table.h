@@ -50,11 +50,13 @@ public:
                      const unsigned char key_id[KA_ID_LEN], bool allowed, int64_t now_ms,
                      uint64_t now_ns, const RateLock &lock) noexcept;
 
-    // Off the request path: calls sink(delta) for every slot with counts
-    // since the last collection (the deltas are zero afterwards), and frees
-    // slots idle since before now_ms - idle_ms. Returns the deltas handed on.
+    // Off the request path: calls sink(delta) for every slot in [from, to)
+    // with counts since the last collection (the deltas are zero afterwards),
+    // and frees slots idle since before now_ms - idle_ms. Returns the deltas
+    // handed on. Slots in pieces, so a caller's buffer stays small.
     template <typename Sink>
-    size_t collect(int64_t now_ms, int64_t idle_ms, const RateLock &lock, Sink &&sink) noexcept;
+    size_t collect(size_t from, size_t to, int64_t now_ms, int64_t idle_ms, const RateLock &lock,
+                   Sink &&sink) noexcept;
 
     // Gives deltas back (a collection that could not be stored): to the
     // key's slot if it still has one, else they are counted as drops.
@@ -70,11 +72,11 @@ private:
 };
 
 template <typename Sink>
-size_t UsageTable::collect(int64_t now_ms, int64_t idle_ms, const RateLock &lock,
-                           Sink &&sink) noexcept {
+size_t UsageTable::collect(size_t from, size_t to, int64_t now_ms, int64_t idle_ms,
+                           const RateLock &lock, Sink &&sink) noexcept {
     size_t handed = 0;
-    const size_t n = slots();
-    for (size_t i = 0; i < n; i++) {
+    if (to > slots()) to = slots();
+    for (size_t i = from; i < to; i++) {
         UsageDelta d;
         if (take(i, d)) {
             sink(d);
