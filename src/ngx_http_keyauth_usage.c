@@ -140,7 +140,9 @@ ngx_http_keyauth_usage_init_process(ngx_cycle_t *cycle)
 
     kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
 
-    if (kmcf == NULL || kmcf->shm_zone == NULL || kmcf->usage_db.len == 0) {
+    if (kmcf == NULL || kmcf->db_path.data == NULL || kmcf->shm_zone == NULL
+        || kmcf->usage_db.len == 0)
+    {
         return NGX_OK;
     }
 
@@ -165,7 +167,8 @@ ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
 
     kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
 
-    if (kmcf == NULL || kmcf->shm_zone == NULL || kmcf->usage_db.len == 0
+    if (kmcf == NULL || kmcf->db_path.data == NULL || kmcf->shm_zone == NULL
+        || kmcf->usage_db.len == 0
         || (ngx_process != NGX_PROCESS_WORKER
             && ngx_process != NGX_PROCESS_SINGLE))
     {
