@@ -153,6 +153,11 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
     return UsageCount{false, warn};
 }
 
+// Without the lock: only a collector frees a slot, and two collectors run
+// at once only while a reload overlaps the old worker 0's exit with the new
+// one's timer; a slot freed and claimed again by another key in between
+// could then hand a count to the wrong key (not seen in practice; noted in
+// docs/RELIABILITY.md with the other races).
 bool UsageTable::take(size_t i, UsageDelta &out) noexcept {
     Slot &s = slots_of(this)[i];
     if (!__atomic_load_n(&s.used, __ATOMIC_ACQUIRE)) return false;
