@@ -2,7 +2,10 @@
  * Per-key usage: the request path counts in keyauth_zone
  * (ngx_http_keyauth_rate.c); here one worker (worker 0) collects the counts
  * every keyauth_usage_interval into the usage environment, off the request
- * path, and once more when it exits.
+ * path, and every worker once more when it exits (any worker may collect:
+ * a count is taken by exactly one). The usage environment is not the key
+ * store: a worker holding both keeps LMDB's rule of one handle per
+ * environment and process.
  */
 #ifndef NGX_HTTP_KEYAUTH_USAGE_H
 #define NGX_HTTP_KEYAUTH_USAGE_H
