@@ -257,12 +257,44 @@ static_assert(sizeof(struct ka_fx_record_v1) == KA_FX_RECORD_SIZE, "layout");
 
 /* Key: the account the event concerns (all zero: the operator's own
  * actions, plans.import and fx.set) followed by the event id with every
- * bit inverted, so that one account's events are one range, newest first. Value: u16 version, u16
- * reserved, then the event as UTF-8 JSON (SCHEMA.md lists its fields) of at
- * most KA_AUDIT_JSON_MAX bytes. */
+ * bit inverted, so that one account's events are one range, newest first.
+ * Value: u16 version, u16 reserved, then the event as UTF-8 JSON (SCHEMA.md
+ * lists its fields) of at most KA_AUDIT_JSON_MAX bytes. */
 #define KA_AUDIT_RECORD_V1 1u
 #define KA_AUDIT_RECORD_HEAD 4
 #define KA_AUDIT_JSON_MAX 16384
 #define KA_AUDIT_KEY_LEN (2 * KA_ID_LEN)
+
+/* ---- the usage environment (a sibling of the store: "<keyauth_db>.usage") --
+ * Written by one nginx worker per edge (counts collected from the shm zone),
+ * read by keyauthd (single host) and keyauth-syncd (many edges). Not part of
+ * the store: keyauth-syncd may replace the store's directory wholesale. */
+
+#define KA_USAGE_DIR_SUFFIX  ".usage"
+#define KA_USAGE_DB_USAGE    "usage"    /* account id ++ key id -> usage record */
+#define KA_USAGE_DB_META     "meta"     /* ASCII name -> value */
+#define KA_USAGE_DB_COUNT    2
+#define KA_USAGE_META_EDGE_ID "edge_id" /* 12 random bytes, made at first open */
+#define KA_USAGE_EDGE_ID_LEN 12
+#define KA_USAGE_KEY_LEN     (2 * KA_ID_LEN)
+
+#define KA_USAGE_RECORD_V1 1u
+
+/* Cumulative totals of one key on one edge since its usage env was made. */
+struct ka_usage_record_v1 {
+    uint16_t version;            /* KA_USAGE_RECORD_V1 */
+    uint16_t reserved16;         /* 0 */
+    uint32_t reserved32;         /* 0 */
+    uint64_t allowed;            /* requests let through */
+    uint64_t rate_limited;       /* requests refused with 429 */
+    int64_t  last_used_ms;       /* the last of either, Unix ms; 0 = never */
+};
+
+#define KA_USAGE_RECORD_SIZE 32
+
+static_assert(offsetof(struct ka_usage_record_v1, allowed) == 8, "layout");
+static_assert(offsetof(struct ka_usage_record_v1, rate_limited) == 16, "layout");
+static_assert(offsetof(struct ka_usage_record_v1, last_used_ms) == 24, "layout");
+static_assert(sizeof(struct ka_usage_record_v1) == KA_USAGE_RECORD_SIZE, "layout");
 
 #endif /* KEYAUTH_SCHEMA_H */

@@ -29,7 +29,12 @@ fi
 user_line=""
 if [ "$(id -u)" = 0 ]; then
     chgrp -R www-data "$DB" 2>/dev/null || true
-    if runuser -u www-data -- test -w "$DB/lock.mdb" 2>/dev/null; then
+    # the usage env beside the store: the collecting worker creates its
+    # files, keyauthd reads them (keyauth_usage_db in nginx_conf/README.md)
+    mkdir -p "$DB.usage" && chmod 2770 "$DB.usage"
+    chgrp -R www-data "$DB.usage" 2>/dev/null || true
+    if runuser -u www-data -- test -w "$DB/lock.mdb" 2>/dev/null &&
+       runuser -u www-data -- test -w "$DB.usage" 2>/dev/null; then
         user_line="user www-data www-data;"
     else
         user_line="user root root;  # www-data cannot reach $DB"

@@ -16,6 +16,7 @@
 #include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_store.h"
+#include "ngx_http_keyauth_usage.h"
 #include "ngx_http_keyauth_variables.h"
 
 
@@ -37,6 +38,8 @@ static void *ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_keyauth_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_keyauth_init_process(ngx_cycle_t *cycle);
+static void ngx_http_keyauth_exit_process(ngx_cycle_t *cycle);
 
 
 /* The content handlers' directives: which handler, whether it reads the
@@ -68,6 +71,20 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
     { ngx_string("keyauth_zone"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_keyauth_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_usage_db"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_usage_db,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_usage_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_usage_interval,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -133,10 +150,10 @@ ngx_module_t  ngx_http_keyauth_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    ngx_http_keyauth_store_init_process,   /* init process */
+    ngx_http_keyauth_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    ngx_http_keyauth_store_exit_process,   /* exit process */
+    ngx_http_keyauth_exit_process,         /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -518,7 +535,10 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
      *     conf->shm_zone = NULL;
      *     conf->stats_zone = NULL;
      *     conf->db_needed_by = NULL;
+     *     conf->usage_db = { 0, NULL };
      */
+
+    conf->usage_interval = NGX_CONF_UNSET_MSEC;
 
     return conf;
 }
@@ -591,6 +611,10 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_http_keyauth_usage_conf(cf, kmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (ngx_http_keyauth_redact_logs(cf) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -602,7 +626,7 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     if (kmcf->shm_zone == NULL) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "no \"keyauth_zone\": per-key rate limits "
-                           "are not enforced");
+                           "are not enforced and usage is not counted");
     }
 
     if (ngx_http_keyauth_rate_filter_init(cf) != NGX_OK) {
@@ -619,4 +643,23 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     *h = ngx_http_keyauth_handler;
 
     return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_init_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_keyauth_store_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_keyauth_usage_init_process(cycle);
+}
+
+
+static void
+ngx_http_keyauth_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_keyauth_usage_exit_process(cycle);
+    ngx_http_keyauth_store_exit_process(cycle);
 }

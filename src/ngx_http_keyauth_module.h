@@ -13,10 +13,22 @@
 
 typedef struct {
     ngx_str_t                 db_path;     /* NUL-terminated */
-    ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: per-key rates */
+    ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: rates and usage */
     ngx_shm_zone_t           *stats_zone;  /* outcome counters */
     ngx_str_t                *db_needed_by; /* a directive that reads the store */
+    ngx_str_t                 usage_db;    /* NUL-terminated; unset: db_path
+                                              ".usage"; len 0: off */
+    ngx_msec_t                usage_interval;
 } ngx_http_keyauth_main_conf_t;
+
+
+/* What keyauth_zone holds (its slab pool's data): the rate table, the usage
+ * table, and counters of the usage collection. */
+typedef struct {
+    void                     *rate;
+    void                     *usage;
+    ngx_atomic_t              usage_flush_errors;
+} ngx_http_keyauth_zone_t;
 
 
 typedef struct {

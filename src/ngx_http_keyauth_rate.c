@@ -5,8 +5,6 @@
 
 static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
-static void ngx_http_keyauth_zone_lock(void *data);
-static void ngx_http_keyauth_zone_unlock(void *data);
 static ngx_int_t ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r);
 static u_char *ngx_http_keyauth_uint(u_char *p, uint64_t v);
 
@@ -77,9 +75,9 @@ ngx_http_keyauth_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
-    size_t            size;
-    void             *table;
-    ngx_slab_pool_t  *shpool;
+    size_t                    size, rate_size;
+    ngx_slab_pool_t          *shpool;
+    ngx_http_keyauth_zone_t  *zone;
 
     if (ngx_http_keyauth_zone_reused(shm_zone, data)) {
         /* reload with the same zone: the rate state carries on */
@@ -98,36 +96,40 @@ ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_sprintf(shpool->log_ctx, " in keyauth_zone \"%V\"%Z",
                 &shm_zone->shm.name);
 
-    /* then one table over every page that is still free */
-    size = shpool->pfree * ngx_pagesize;
-
-    table = ngx_slab_alloc(shpool, size);
-    if (table == NULL || !ka_rate_table_format(table, size)) {
+    zone = ngx_slab_calloc(shpool, sizeof(ngx_http_keyauth_zone_t));
+    if (zone == NULL) {
         return NGX_ERROR;
     }
 
-    shpool->data = table;
-    shm_zone->data = table;
+    /* then the pages still free, shared so that both tables hold as many
+     * keys: a key's rate state and its usage slot */
+    size = shpool->pfree * ngx_pagesize;
+    rate_size = size / (KA_RATE_BYTES_PER_KEY + KA_USAGE_BYTES_PER_KEY)
+                * KA_RATE_BYTES_PER_KEY;
+    rate_size = ngx_align(rate_size, ngx_pagesize);
+
+    zone->rate = ngx_slab_alloc(shpool, rate_size);
+    if (zone->rate == NULL || !ka_rate_table_format(zone->rate, rate_size)) {
+        return NGX_ERROR;
+    }
+
+    size = shpool->pfree * ngx_pagesize;
+
+    zone->usage = ngx_slab_alloc(shpool, size);
+    if (zone->usage == NULL || !ka_usage_table_format(zone->usage, size)) {
+        return NGX_ERROR;
+    }
+
+    shpool->data = zone;
+    shm_zone->data = zone;
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
-                  "keyauth_zone \"%V\": room for %uz keys",
-                  &shm_zone->shm.name, ka_rate_table_slots(table));
+                  "keyauth_zone \"%V\": room for %uz keys' rate states "
+                  "and usage counts of %uz keys", &shm_zone->shm.name,
+                  ka_rate_table_slots(zone->rate),
+                  ka_usage_table_slots(zone->usage));
 
     return NGX_OK;
-}
-
-
-static void
-ngx_http_keyauth_zone_lock(void *data)
-{
-    ngx_shmtx_lock(&((ngx_slab_pool_t *) data)->mutex);
-}
-
-
-static void
-ngx_http_keyauth_zone_unlock(void *data)
-{
-    ngx_shmtx_unlock(&((ngx_slab_pool_t *) data)->mutex);
 }
 
 
@@ -135,24 +137,42 @@ ngx_int_t
 ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
 {
-    u_char            *p;
-    char               key_id[KA_ID_TEXT_LEN];
-    ngx_int_t          rc;
-    ngx_str_t          code, message, value;
-    ka_lock_t          lock;
-    ngx_table_elt_t   *h;
+    u_char                   *p;
+    char                      key_id[KA_ID_TEXT_LEN];
+    int64_t                   now_ms;
+    uint64_t                  now_ns;
+    ngx_int_t                 rc;
+    ngx_str_t                 code, message, value;
+    ka_lock_t                 lock;
+    ngx_time_t               *tp;
+    ngx_table_elt_t          *h;
+    ngx_http_keyauth_zone_t  *zone;
 
     if (kmcf->shm_zone == NULL) {
         return NGX_OK;
     }
 
-    lock.lock = ngx_http_keyauth_zone_lock;
-    lock.unlock = ngx_http_keyauth_zone_unlock;
-    lock.data = kmcf->shm_zone->shm.addr;
+    ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
 
-    ka_rate_check(kmcf->shm_zone->data, &ctx->auth, ka_monotonic_ns(), &lock,
-                  &ctx->rate);
+    zone = kmcf->shm_zone->data;
+    now_ns = ka_monotonic_ns();
+
+    ka_rate_check(zone->rate, &ctx->auth, now_ns, &lock, &ctx->rate);
     ctx->rate_checked = 1;
+
+    /* usage is counted where the decision is made; collected elsewhere */
+    tp = ngx_timeofday();
+    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+
+    if (ka_usage_count(zone->usage, &ctx->auth, ctx->rate.allowed, now_ms,
+                       now_ns, &lock))
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "keyauth_zone \"%V\" has no room for the usage of "
+                      "more keys: requests go uncounted (keyauth_status "
+                      "keyauth_usage_dropped_total); make the zone larger",
+                      &kmcf->shm_zone->shm.name);
+    }
 
     if (ctx->rate.warn_full) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,

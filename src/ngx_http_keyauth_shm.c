@@ -1,6 +1,10 @@
 #include "ngx_http_keyauth_shm.h"
 
 
+static void ngx_http_keyauth_slab_lock(void *data);
+static void ngx_http_keyauth_slab_unlock(void *data);
+
+
 ngx_uint_t
 ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data)
 {
@@ -15,4 +19,27 @@ ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     return 0;
+}
+
+
+void
+ngx_http_keyauth_zone_lock(ngx_shm_zone_t *shm_zone, ka_lock_t *lock)
+{
+    lock->lock = ngx_http_keyauth_slab_lock;
+    lock->unlock = ngx_http_keyauth_slab_unlock;
+    lock->data = shm_zone->shm.addr;
+}
+
+
+static void
+ngx_http_keyauth_slab_lock(void *data)
+{
+    ngx_shmtx_lock(&((ngx_slab_pool_t *) data)->mutex);
+}
+
+
+static void
+ngx_http_keyauth_slab_unlock(void *data)
+{
+    ngx_shmtx_unlock(&((ngx_slab_pool_t *) data)->mutex);
 }

@@ -12,4 +12,8 @@
  * existing mapping; its data pointer is kept in the slab pool's data. */
 ngx_uint_t ngx_http_keyauth_zone_reused(ngx_shm_zone_t *shm_zone, void *data);
 
+/* The core's lock over keyauth_zone's slab mutex: taken only to give a key
+ * a slot (rates and usage alike). */
+void ngx_http_keyauth_zone_lock(ngx_shm_zone_t *shm_zone, ka_lock_t *lock);
+
 #endif /* NGX_HTTP_KEYAUTH_SHM_H */

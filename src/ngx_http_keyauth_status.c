@@ -83,6 +83,7 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
     ngx_int_t                      rc;
     ngx_str_t                      body;
     ngx_uint_t                     i;
+    ngx_http_keyauth_zone_t       *zone;
     ngx_http_keyauth_stats_t      *stats;
     ngx_http_keyauth_main_conf_t  *kmcf;
 
@@ -96,7 +97,7 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
     kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
 
     size = 512 + NGX_HTTP_KEYAUTH_OUTCOMES * (64 + NGX_ATOMIC_T_LEN)
-           + 512 + 2 * NGX_INT64_LEN;
+           + 1536 + 5 * NGX_INT64_LEN;
 
     body.data = ngx_pnalloc(r->pool, size);
     if (body.data == NULL) {
@@ -116,7 +117,9 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
                         stats->outcomes[i]);
     }
 
-    if (kmcf->shm_zone && kmcf->shm_zone->data) {
+    zone = kmcf->shm_zone ? kmcf->shm_zone->data : NULL;
+
+    if (zone) {
         p = ngx_sprintf(p,
                 "# HELP keyauth_rate_zone_slots Keys the keyauth_zone can "
                 "hold.\n"
@@ -125,10 +128,24 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
                 "# HELP keyauth_rate_zone_busy_evictions_total Live rate "
                 "states reused because the zone was full.\n"
                 "# TYPE keyauth_rate_zone_busy_evictions_total counter\n"
-                "keyauth_rate_zone_busy_evictions_total %uL\n",
-                ka_rate_table_slots(kmcf->shm_zone->data),
-                (uint64_t) ka_rate_table_busy_evictions(
-                                                    kmcf->shm_zone->data));
+                "keyauth_rate_zone_busy_evictions_total %uL\n"
+                "# HELP keyauth_usage_zone_slots Keys whose usage the "
+                "keyauth_zone can count at once.\n"
+                "# TYPE keyauth_usage_zone_slots gauge\n"
+                "keyauth_usage_zone_slots %uz\n"
+                "# HELP keyauth_usage_dropped_total Requests not counted in "
+                "usage because the zone had no room for their key.\n"
+                "# TYPE keyauth_usage_dropped_total counter\n"
+                "keyauth_usage_dropped_total %uL\n"
+                "# HELP keyauth_usage_flush_errors_total Usage collections "
+                "that could not be stored (kept and retried).\n"
+                "# TYPE keyauth_usage_flush_errors_total counter\n"
+                "keyauth_usage_flush_errors_total %uA\n",
+                ka_rate_table_slots(zone->rate),
+                (uint64_t) ka_rate_table_busy_evictions(zone->rate),
+                ka_usage_table_slots(zone->usage),
+                (uint64_t) ka_usage_table_drops(zone->usage),
+                zone->usage_flush_errors);
     }
 
     body.len = p - body.data;

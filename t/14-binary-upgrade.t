@@ -1,5 +1,7 @@
 # A binary upgrade (USR2, WINCH, QUIT to the old master) while requests run:
-# the new master opens the store in its own workers and not one request fails.
+# the new master opens the store in its own workers and not one request fails,
+# and the usage counted in the old master's zone and in the new one's adds up
+# to exactly the requests served.
 use strict;
 use warnings;
 use FindBin;
@@ -10,7 +12,7 @@ use KeyauthTest qw(wait_until);
 my $t = KeyauthTest->new;
 my $acc = $t->account(entitlement => 1_000_000);
 my $key = $t->key(account => $acc->{id}, rate => 1_000_000);
-$t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<'LOC');
+$t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;", locations => <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
 LOC
 my $old = $t->pid;
@@ -51,5 +53,11 @@ is $bad, 0, 'not one failed';
 is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}")->{status}, 200,
     'the new binary\'s workers authenticate';
 unlike $t->error_log, qr/\[(emerg|alert|crit)\]/, 'nothing serious logged';
+
+my $id = "$acc->{id} $key->{id}";
+ok wait_until(sub { my $u = $t->usage->{$id}; $u && $u->{allowed} == $ok + 1 }, 30,
+              'the usage of every request'),
+    'usage: every request counted once across the upgrade (old zone collected by the old workers)'
+    or diag explain [$t->usage->{$id}, $ok + 1];
 
 done_testing;

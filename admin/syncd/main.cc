@@ -4,9 +4,11 @@
 //   keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT] [--allow-remote]
 //                 [--etcd-prefix /keyauth/1] [--map-size MIB]
 //                 [--etcd-cacert F] [--etcd-cert F --etcd-key F]
+//                 [--usage-db PATH] [--usage-interval SECONDS]
 //
-// The sync loop runs on a thread of its own; the main thread serves
-// /metrics and /healthz (or only waits) until SIGTERM or SIGINT.
+// The sync loop and the usage publisher run on threads of their own (a slow
+// etcd delays usage, never the mirror); the main thread serves /metrics and
+// /healthz (or only waits) until SIGTERM or SIGINT.
 #include <signal.h>
 
 #include <exception>
@@ -22,6 +24,7 @@
 #include "syncd_log.h"
 #include "syncd_metrics.h"
 #include "syncd_options.h"
+#include "usage_publisher.h"
 
 namespace {
 
@@ -56,6 +59,17 @@ int main(int argc, char **argv) {
             return 1;
         }
 
+        UsagePublisherOptions uo;
+        uo.etcd = so.etcd;
+        uo.prefix = opt.prefix;
+        uo.usage_db = opt.usage_db;
+        uo.interval = opt.usage_interval;
+        std::unique_ptr<UsagePublisher> publisher = UsagePublisher::make(uo, metrics, error);
+        if (!publisher) {
+            std::cerr << "keyauth-syncd: " << error << "\n";
+            return 1;
+        }
+
         std::unique_ptr<keyauth::HttpServer> server;
         sigset_t stop_signals;
         if (!opt.metrics.empty()) {
@@ -83,14 +97,18 @@ int main(int argc, char **argv) {
                               {"metrics", opt.metrics},
                               {"appliedRevision", mark ? mark->revision : 0}});
         std::thread sync([&loop] { loop->run(); });
-        struct Joiner {  // however main leaves, the sync thread is stopped and joined
+        std::thread usage([&publisher] { publisher->run(); });
+        struct Joiner {  // however main leaves, both threads are stopped and joined
             SyncLoop &loop;
-            std::thread &thread;
+            UsagePublisher &publisher;
+            std::thread &sync, &usage;
             ~Joiner() {
                 loop.stop();
-                if (thread.joinable()) thread.join();
+                publisher.stop();
+                if (sync.joinable()) sync.join();
+                if (usage.joinable()) usage.join();
             }
-        } joiner{*loop, sync};
+        } joiner{*loop, *publisher, sync, usage};
         if (server) {
             server->run();
         } else {
@@ -98,7 +116,9 @@ int main(int argc, char **argv) {
             sigwait(&stop_signals, &sig);
         }
         loop->stop();
+        publisher->stop();
         sync.join();
+        usage.join();
         log_event("stopped", {{"appliedRevision", metrics.applied_revision()}});
         return 0;
     } catch (const std::exception &e) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "etcd_keyspace.h"
+#include "usage_keyspace.h"
 
 namespace keyauth::syncd {
 
@@ -71,5 +72,7 @@ std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix) {
 }
 
 std::string watched_prefix(std::string_view prefix) { return std::string(prefix) + "/"; }
+
+std::string watched_end(std::string_view prefix) { return etcd_usage_prefix(prefix); }
 
 }  // namespace keyauth::syncd

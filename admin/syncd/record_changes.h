@@ -48,5 +48,8 @@ std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix);
 // "<prefix>/": the range syncd reads and watches (a sibling prefix such as
 // "/keyauth/10" stays out).
 std::string watched_prefix(std::string_view prefix);
+// Where the watch ends: the usage edges publish ("<prefix>/usage/", which
+// sorts after every table) is not mirrored, and must not wake every edge.
+std::string watched_end(std::string_view prefix);
 
 }  // namespace keyauth::syncd

@@ -148,7 +148,7 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
 SyncLoop::Next SyncLoop::watch() {
     etcd::WatchCreateRequest w;
     w.key = watched_prefix(options_.prefix);
-    w.range_end = etcd::prefix_range_end(w.key);
+    w.range_end = watched_end(options_.prefix);
     w.start_revision = mirror_.mark()->revision + 1;
     w.progress_notify = true;
     etcd::WatchOptions wo;

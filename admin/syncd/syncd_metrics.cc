@@ -71,6 +71,11 @@ std::string Metrics::text() const {
     metric(out, "keyauth_syncd_apply_errors_total", "counter",
            "Batches the store refused (a record layout this build cannot read, a full map); retried, never skipped: the edge stays behind.",
            std::to_string(apply_errors()));
+    metric(out, "keyauth_syncd_usage_published_total", "counter",
+           "Per-key usage totals of this edge written to etcd.", std::to_string(usage_published()));
+    metric(out, "keyauth_syncd_usage_publish_errors_total", "counter",
+           "Usage publications that failed (the usage env unreadable, etcd unreachable); retried next interval.",
+           std::to_string(usage_publish_errors()));
     return out;
 }
 

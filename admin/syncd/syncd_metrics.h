@@ -29,6 +29,8 @@ public:
     void add_rebuild() { rebuilds_.fetch_add(1, std::memory_order_relaxed); }
     void add_apply_error() { apply_errors_.fetch_add(1, std::memory_order_relaxed); }
     void set_etcd_up(bool up) { etcd_up_.store(up, std::memory_order_relaxed); }
+    void add_usage_published(uint64_t n) { usage_published_.fetch_add(n, std::memory_order_relaxed); }
+    void add_usage_publish_error() { usage_publish_errors_.fetch_add(1, std::memory_order_relaxed); }
 
     bool complete() const { return complete_.load(std::memory_order_acquire); }
     int64_t applied_revision() const { return applied_.load(std::memory_order_acquire); }
@@ -37,6 +39,8 @@ public:
     uint64_t rebuilds() const { return rebuilds_.load(std::memory_order_relaxed); }
     uint64_t apply_errors() const { return apply_errors_.load(std::memory_order_relaxed); }
     bool etcd_up() const { return etcd_up_.load(std::memory_order_relaxed); }
+    uint64_t usage_published() const { return usage_published_.load(std::memory_order_relaxed); }
+    uint64_t usage_publish_errors() const { return usage_publish_errors_.load(std::memory_order_relaxed); }
 
     // Prometheus text exposition format 0.0.4, with # HELP and # TYPE.
     std::string text() const;
@@ -53,6 +57,8 @@ private:
     std::atomic<uint64_t> rebuilds_{0};
     std::atomic<uint64_t> apply_errors_{0};
     std::atomic<bool> etcd_up_{false};
+    std::atomic<uint64_t> usage_published_{0};
+    std::atomic<uint64_t> usage_publish_errors_{0};
 };
 
 }  // namespace keyauth::syncd

@@ -1,5 +1,7 @@
 #include "syncd_options.h"
 
+#include "keyauth_schema.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -15,11 +17,14 @@ namespace {
 const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT]
                      [--allow-remote] [--etcd-prefix /keyauth/1] [--map-size MIB]
                      [--etcd-cacert FILE] [--etcd-cert FILE --etcd-key FILE]
+                     [--usage-db PATH] [--usage-interval SECONDS]
 
 Mirrors the keyauth records under an etcd prefix into this edge host's LMDB
 store, which the nginx module reads: the only writer of that store. Rebuilds
 it from a snapshot (beside the live copy, swapped in atomically) when it is
 new, from another cluster, or behind a compaction; then follows etcd's watch.
+Also publishes this edge's per-key usage (what the nginx workers collect in
+the usage env) to etcd, where keyauthd sums every edge's.
 Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
 
   --etcd URLS       etcd members, comma-separated: http(s)://HOST:PORT
@@ -34,6 +39,10 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
   --etcd-cacert F   CA bundle to verify https:// members with
   --etcd-cert F     client certificate for members that require one
   --etcd-key F      its private key
+  --usage-db PATH   the edge's usage env, written by nginx (default: --db
+                    PATH + ".usage", nginx's default too)
+  --usage-interval S  publish the usage that changed every S seconds, 1 to
+                    30 (default 15)
 )";
 
 [[noreturn]] void usage_error(const std::string &msg) {
@@ -56,7 +65,7 @@ size_t bounded(const std::string &option, const std::string &text, size_t lo, si
 
 Options parse_options(int argc, char **argv) {
     Options o;
-    std::string etcd, map_mib, prefix;
+    std::string etcd, map_mib, prefix, usage_interval;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -77,6 +86,8 @@ Options parse_options(int argc, char **argv) {
                             : a == "--etcd-cacert"  ? &o.etcd_cacert
                             : a == "--etcd-cert"    ? &o.etcd_cert
                             : a == "--etcd-key"     ? &o.etcd_key
+                            : a == "--usage-db"     ? &o.usage_db
+                            : a == "--usage-interval" ? &usage_interval
                                                     : nullptr;
         if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
         if (i + 1 >= argc) usage_error(a + " needs a value");
@@ -104,6 +115,10 @@ Options parse_options(int argc, char **argv) {
     }
     if (o.etcd_cert.empty() != o.etcd_key.empty()) {
         usage_error("--etcd-cert and --etcd-key go together");
+    }
+    if (o.usage_db.empty()) o.usage_db = o.db + KA_USAGE_DIR_SUFFIX;
+    if (!usage_interval.empty()) {
+        o.usage_interval = std::chrono::seconds(bounded("--usage-interval", usage_interval, 1, 30, "seconds"));
     }
     if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     return o;

@@ -3,6 +3,7 @@
 // usage.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct Options {
     std::string prefix = "/keyauth/1";
     std::string etcd_cacert, etcd_cert, etcd_key;
     size_t map_size = 0;  // bytes; 0: as the store was written
+    std::string usage_db;  // default: db + ".usage"
+    std::chrono::milliseconds usage_interval{15000};
 };
 
 // Exits 0 after printing the usage for -h/--help, 2 on a usage error.

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keyauth_schema.h"  /* the on-disk names the glue needs (KA_USAGE_DIR_SUFFIX) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -158,6 +160,38 @@ uint64_t ka_rate_table_busy_evictions(void *mem);
  * min(requested, entitlement), with a burst of the same number. */
 void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns,
     const ka_lock_t *lock, ka_rate_result_t *out);
+
+/* ---- per-key usage: counted in shared memory, collected off the request
+ * path into the usage environment (usage_table.h, usage_env.h) ---- */
+
+typedef struct ka_usage_env_s ka_usage_env_t;  /* the collecting worker's writer */
+
+#define KA_USAGE_BYTES_PER_KEY 64
+
+int ka_usage_table_format(void *mem, size_t size);
+int ka_usage_table_attach(void *mem, size_t size);
+size_t ka_usage_table_slots(void *mem);
+uint64_t ka_usage_table_drops(void *mem);
+
+/* Counts one request of an authenticated key (allowed, or refused with
+ * 429) and its last use. Atomics only; the lock only to give a new key its
+ * slot. Returns 1 when the table was full and the once-a-minute warning is
+ * due, else 0. */
+int ka_usage_count(void *table, const ka_auth_result_t *key, int allowed,
+    int64_t now_ms, uint64_t now_ns, const ka_lock_t *lock);
+
+/* Opens (making it if missing) the usage environment at path. NULL on
+ * failure, with err filled. */
+ka_usage_env_t *ka_usage_env_open(const char *path, char *err, size_t err_len);
+void ka_usage_env_close(ka_usage_env_t *env);
+
+/* Moves every delta of the table into env (a write transaction per 4096
+ * slots) and frees the slots of keys idle for idle_ms. Returns the number
+ * of keys written, or -1 with err filled: then the deltas not written are
+ * back in (or still in) the table. Any worker may call it at any time: a
+ * delta is taken by exactly one caller. */
+long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms,
+    int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len);
 
 /* CLOCK_MONOTONIC in nanoseconds: shared by all processes, never jumps. */
 uint64_t ka_monotonic_ns(void);

@@ -422,6 +422,32 @@ sub wait_synced {
     }, $timeout // 30, 'syncd to apply revision ' . ($rev // 'any'));
 }
 
+# The usage env of this edge (keyauth_db's path + ".usage", or $dir), read
+# with mdb_dump: { "acc_... key_..." => { allowed, rateLimited, lastUsedMs } }
+# (empty while it does not exist).
+sub usage {
+    my ($self, $dir) = @_;
+    $dir //= "$self->{db}.usage";
+    return {} unless -e "$dir/data.mdb";
+    open my $fh, '-|', 'mdb_dump', '-s', 'usage', $dir or die "mdb_dump: $!";
+    my ($data, @lines) = (0);
+    while (my $l = <$fh>) {
+        chomp $l;
+        if ($l eq 'HEADER=END') { $data = 1; next }
+        last if $l eq 'DATA=END';
+        push @lines, $l =~ s/^ //r if $data;
+    }
+    close $fh;
+    my %u;
+    while (my ($k, $v) = splice @lines, 0, 2) {
+        my ($ver, $allowed, $limited, $last) = unpack 'v x6 Q< Q< q<', pack 'H*', $v;
+        next unless $ver == 1 && length $k == 48;
+        $u{'acc_' . substr($k, 0, 24) . ' key_' . substr($k, 24)} =
+            { allowed => $allowed, rateLimited => $limited, lastUsedMs => $last };
+    }
+    return \%u;
+}
+
 sub DESTROY {
     my $self = shift;
     local $?;  # waitpid here must not become the test's exit status

@@ -1,0 +1,14 @@
+#include "usage_source.h"
+
+#include "keyauth_schema.h"
+
+namespace keyauth {
+
+std::unique_ptr<UsageSource> make_usage_source(const std::string &db,
+                                               const etcd::ClientOptions &etcd,
+                                               const std::string &etcd_prefix) {
+    if (!etcd.endpoints.empty()) return make_etcd_usage_source(etcd, etcd_prefix);
+    return make_lmdb_usage_source(db + KA_USAGE_DIR_SUFFIX);
+}
+
+}  // namespace keyauth

@@ -1,0 +1,98 @@
+// The usage half of the C API in keyauth_core.h.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "keyauth_core.h"
+#include "usage_env.h"
+#include "usage_table.h"
+
+using keyauth::RateLock;
+using keyauth::UsageDelta;
+using keyauth::UsageEnv;
+using keyauth::UsageTable;
+
+struct ka_usage_env_s {
+    std::unique_ptr<UsageEnv> env;
+};
+
+namespace {
+
+void say(char *err, size_t len, const std::string &what) {
+    if (len > 0) std::snprintf(err, len, "%s", what.c_str());
+}
+
+// One write transaction per this many slots: a bounded buffer, whatever the
+// zone's size.
+constexpr size_t kSlotsPerTxn = 4096;
+
+RateLock lock_of(const ka_lock_t *l) { return RateLock{l->lock, l->unlock, l->data}; }
+
+}  // namespace
+
+extern "C" {
+
+int ka_usage_table_format(void *mem, size_t size) { return UsageTable::format(mem, size); }
+
+int ka_usage_table_attach(void *mem, size_t size) {
+    return UsageTable::attach(mem, size) != nullptr;
+}
+
+size_t ka_usage_table_slots(void *mem) { return static_cast<UsageTable *>(mem)->slots(); }
+
+uint64_t ka_usage_table_drops(void *mem) { return static_cast<UsageTable *>(mem)->drops(); }
+
+int ka_usage_count(void *table, const ka_auth_result_t *key, int allowed, int64_t now_ms,
+                   uint64_t now_ns, const ka_lock_t *lock) {
+    keyauth::UsageCount c = static_cast<UsageTable *>(table)->count(
+        key->account_id_bin, key->key_id_bin, allowed != 0, now_ms, now_ns, lock_of(lock));
+    return c.warn;
+}
+
+ka_usage_env_t *ka_usage_env_open(const char *path, char *err, size_t err_len) {
+    try {
+        std::string why;
+        auto env = UsageEnv::open(path, why);
+        if (!env) {
+            say(err, err_len, why);
+            return nullptr;
+        }
+        return new ka_usage_env_s{std::move(env)};
+    } catch (...) {
+        say(err, err_len, "out of memory");
+        return nullptr;
+    }
+}
+
+void ka_usage_env_close(ka_usage_env_t *env) { delete env; }
+
+long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t idle_ms,
+                    const ka_lock_t *lock, char *err, size_t err_len) {
+    auto *t = static_cast<UsageTable *>(table);
+    const RateLock l = lock_of(lock);
+    std::vector<UsageDelta> deltas;
+    try {
+        deltas.reserve(kSlotsPerTxn);  // so that collecting never throws
+    } catch (...) {
+        say(err, err_len, "out of memory");
+        return -1;
+    }
+    long written = 0;
+    for (size_t from = 0; from < t->slots(); from += kSlotsPerTxn) {
+        deltas.clear();
+        t->collect(from, from + kSlotsPerTxn, now_ms, idle_ms, l,
+                   [&deltas](const UsageDelta &d) { deltas.push_back(d); });
+        if (deltas.empty()) continue;
+        std::string why;
+        if (!env->env->add(deltas.data(), deltas.size(), why)) {
+            // these go back; the slots after them were not touched
+            for (const UsageDelta &d : deltas) t->restore(d, l);
+            say(err, err_len, why);
+            return -1;
+        }
+        written += static_cast<long>(deltas.size());
+    }
+    return written;
+}
+
+}  // extern "C"

@@ -1,0 +1,146 @@
+#include "usage_env.h"
+
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "usage_record.h"
+
+namespace keyauth {
+namespace {
+
+// Sparse; ~100 bytes a key with LMDB's overhead: room for millions of keys.
+constexpr size_t kMapSize = size_t{1} << 30;
+
+std::string mdb_error(const std::string &what, int rc) {
+    return what + ": " + mdb_strerror(rc);
+}
+
+// The edge id, made in the same transaction that creates the databases.
+int ensure_edge_id(MDB_txn *txn, MDB_dbi meta, unsigned char out[KA_USAGE_EDGE_ID_LEN],
+                   std::string &err) {
+    MDB_val k{sizeof(KA_USAGE_META_EDGE_ID) - 1, const_cast<char *>(KA_USAGE_META_EDGE_ID)};
+    MDB_val v{};
+    int rc = mdb_get(txn, meta, &k, &v);
+    if (rc == 0 && v.mv_size == KA_USAGE_EDGE_ID_LEN) {
+        std::memcpy(out, v.mv_data, KA_USAGE_EDGE_ID_LEN);
+        return 0;
+    }
+    if (rc == 0) {
+        err = "the usage env's edge_id is not 12 bytes";
+        return MDB_CORRUPTED;
+    }
+    if (rc != MDB_NOTFOUND) {
+        err = mdb_error("reading edge_id", rc);
+        return rc;
+    }
+    if (RAND_bytes(out, KA_USAGE_EDGE_ID_LEN) != 1) {
+        err = "RAND_bytes failed";
+        return EIO;
+    }
+    v = MDB_val{KA_USAGE_EDGE_ID_LEN, out};
+    rc = mdb_put(txn, meta, &k, &v, 0);
+    if (rc != 0) err = mdb_error("writing edge_id", rc);
+    return rc;
+}
+
+}  // namespace
+
+UsageEnv::~UsageEnv() {
+    if (env_ != nullptr) mdb_env_close(env_);
+}
+
+std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &err) {
+    try {
+        if (::mkdir(path.c_str(), 02770) == 0) {
+            (void)::chmod(path.c_str(), 02770);  // the umask may have taken the group's bits
+        } else if (errno != EEXIST) {
+            err = "cannot make the directory \"" + path + "\": " + std::strerror(errno);
+            return nullptr;
+        }
+        std::unique_ptr<UsageEnv> u(new UsageEnv());
+        int rc = mdb_env_create(&u->env_);
+        if (rc != 0) {
+            u->env_ = nullptr;
+            err = mdb_error("mdb_env_create", rc);
+            return nullptr;
+        }
+        mdb_env_set_maxdbs(u->env_, KA_USAGE_DB_COUNT);
+        mdb_env_set_mapsize(u->env_, kMapSize);
+        rc = mdb_env_open(u->env_, path.c_str(), MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOTLS, 0660);
+        if (rc != 0) {
+            err = mdb_error("mdb_env_open(\"" + path + "\")", rc);
+            return nullptr;
+        }
+        int dead = 0;
+        mdb_reader_check(u->env_, &dead);
+        MDB_txn *txn = nullptr;
+        rc = mdb_txn_begin(u->env_, nullptr, 0, &txn);
+        if (rc != 0) {
+            err = mdb_error("mdb_txn_begin", rc);
+            return nullptr;
+        }
+        if ((rc = mdb_dbi_open(txn, KA_USAGE_DB_USAGE, MDB_CREATE, &u->usage_)) != 0 ||
+            (rc = mdb_dbi_open(txn, KA_USAGE_DB_META, MDB_CREATE, &u->meta_)) != 0) {
+            err = mdb_error("mdb_dbi_open", rc);
+            mdb_txn_abort(txn);
+            return nullptr;
+        }
+        if (ensure_edge_id(txn, u->meta_, u->edge_id_, err) != 0) {
+            mdb_txn_abort(txn);
+            return nullptr;
+        }
+        if ((rc = mdb_txn_commit(txn)) != 0) {
+            err = mdb_error("mdb_txn_commit", rc);
+            return nullptr;
+        }
+        return u;
+    } catch (const std::exception &e) {  // bad_alloc
+        err = e.what();
+        return nullptr;
+    }
+}
+
+bool UsageEnv::add(const UsageDelta *deltas, size_t n, std::string &err) noexcept {
+    MDB_txn *txn = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+    if (rc == MDB_MAP_RESIZED) {  // another writer (an overlapping worker) grew it
+        mdb_env_set_mapsize(env_, 0);
+        rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+    }
+    if (rc != 0) {
+        err = mdb_strerror(rc);
+        return false;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        unsigned char key[KA_USAGE_KEY_LEN];
+        std::memcpy(key, deltas[i].account_id, KA_ID_LEN);
+        std::memcpy(key + KA_ID_LEN, deltas[i].key_id, KA_ID_LEN);
+        MDB_val k{sizeof(key), key}, v{};
+        UsageTotals t;
+        rc = mdb_get(txn, usage_, &k, &v);
+        if (rc == 0 && !decode_usage_record(
+                           std::string_view(static_cast<const char *>(v.mv_data), v.mv_size), t)) {
+            // a record of a later layout: keep it as it is, never overwrite it
+            rc = 0;
+            continue;
+        }
+        if (rc != 0 && rc != MDB_NOTFOUND) break;
+        t.add(UsageTotals{deltas[i].allowed, deltas[i].rate_limited, deltas[i].last_used_ms});
+        unsigned char rec[KA_USAGE_RECORD_SIZE];
+        encode_usage_record(t, rec);
+        v = MDB_val{sizeof(rec), rec};
+        rc = mdb_put(txn, usage_, &k, &v, 0);
+    }
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc != 0) {
+        err = mdb_strerror(rc);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace keyauth

@@ -1,0 +1,44 @@
+// The edge's usage environment ("<keyauth_db>.usage", SCHEMA.md), written
+// by the one nginx worker that collects the shm zone's counts: each
+// collection adds its deltas to the keys' cumulative totals in one write
+// transaction. Opened with MDB_NOSYNC | MDB_NOMETASYNC: a collection runs
+// in the worker's event loop and is not worth an fsync; a power loss (not a
+// process crash) may lose the last collections.
+#pragma once
+
+#include <lmdb.h>
+
+#include <memory>
+#include <string>
+
+#include "keyauth_schema.h"
+#include "usage_table.h"
+
+namespace keyauth {
+
+class UsageEnv {
+public:
+    ~UsageEnv();
+    UsageEnv(const UsageEnv &) = delete;
+    UsageEnv &operator=(const UsageEnv &) = delete;
+
+    // Opens PATH for writing, making the directory (mode 2770) and the
+    // environment (files 0660, so the readers' group can read it) and its
+    // random edge id if they are missing. Null with a reason on failure.
+    static std::unique_ptr<UsageEnv> open(const std::string &path, std::string &err);
+
+    // Adds n deltas to their keys' totals in one write transaction. False
+    // with a reason if nothing was written (the caller gives them back).
+    bool add(const UsageDelta *deltas, size_t n, std::string &err) noexcept;
+
+    const unsigned char *edge_id() const noexcept { return edge_id_; }
+
+private:
+    UsageEnv() = default;
+    MDB_env *env_ = nullptr;
+    MDB_dbi usage_ = 0;
+    MDB_dbi meta_ = 0;
+    unsigned char edge_id_[KA_USAGE_EDGE_ID_LEN] = {};
+};
+
+}  // namespace keyauth

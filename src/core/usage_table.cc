@@ -1,0 +1,208 @@
+#include "usage_table.h"
+
+#include <cstring>
+
+#include "gcra.h"
+#include "le.h"
+
+namespace keyauth {
+namespace {
+
+constexpr uint64_t kMagic = 0x3154535548544b41ULL;  // "AKTHUST1"
+constexpr uint64_t kWarnEveryNs = 60 * kNanosPerSecond;
+
+struct Header {
+    uint64_t magic;
+    uint64_t slots;
+    uint64_t drops;         // atomic
+    uint64_t last_warn_ns;  // atomic (compare-and-swap)
+    uint64_t reserved[4];
+};
+
+// The key id is split into two words so that it is read and written with
+// atomic loads and stores; the account id is written under the lock before
+// `used` is set (release) and read after `used` (acquire).
+struct Slot {
+    uint64_t id_lo;
+    uint32_t id_hi;
+    uint32_t used;
+    int64_t last_used_ms;   // atomic maximum
+    uint64_t allowed;       // deltas since the last collection: atomic add,
+    uint64_t rate_limited;  // exchanged for zero by the collector
+    unsigned char account_id[KA_ID_LEN];
+    uint32_t reserved[3];   // one cache line a slot: keys never share one
+};
+
+static_assert(sizeof(Header) == UsageTable::kHeaderBytes, "header size");
+static_assert(sizeof(Slot) == UsageTable::kSlotBytes, "slot size");
+
+Header *header(const void *t) { return static_cast<Header *>(const_cast<void *>(t)); }
+Slot *slots_of(void *t) {
+    return reinterpret_cast<Slot *>(static_cast<unsigned char *>(t) + sizeof(Header));
+}
+
+bool matches(const Slot &s, uint64_t lo, uint32_t hi) {
+    return __atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) == lo &&
+           __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) == hi;
+}
+
+Slot *find(Slot *slots, uint64_t n, uint64_t start, uint64_t lo, uint32_t hi) {
+    for (uint64_t i = 0; i < UsageTable::kProbe && i < n; i++) {
+        Slot &s = slots[(start + i) % n];
+        if (matches(s, lo, hi)) return &s;
+    }
+    return nullptr;
+}
+
+uint64_t start_of(uint64_t lo, uint32_t hi, uint64_t n) {
+    // bytes 6..11 of an id are random, the low ones a creation time
+    return ((lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL) % n;
+}
+
+void add(Slot &s, bool allowed, uint64_t n, int64_t now_ms) {
+    // last use first: a slot used since the collector's idle check is not freed
+    int64_t cur = __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE);
+    while (now_ms > cur && !__atomic_compare_exchange_n(&s.last_used_ms, &cur, now_ms, false,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    __atomic_fetch_add(allowed ? &s.allowed : &s.rate_limited, n, __ATOMIC_ACQ_REL);
+}
+
+void ids_of(const Slot &s, UsageDelta &d) {
+    store_le<uint64_t>(d.key_id, __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE));
+    store_le<uint32_t>(d.key_id + 8, __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE));
+    std::memcpy(d.account_id, s.account_id, KA_ID_LEN);
+}
+
+// The slot's deltas, exchanged for zero; true if any.
+bool exchange(Slot &s, UsageDelta &d) {
+    d.allowed = __atomic_exchange_n(&s.allowed, uint64_t{0}, __ATOMIC_ACQ_REL);
+    d.rate_limited = __atomic_exchange_n(&s.rate_limited, uint64_t{0}, __ATOMIC_ACQ_REL);
+    d.last_used_ms = __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE);
+    return d.allowed != 0 || d.rate_limited != 0;
+}
+
+}  // namespace
+
+bool UsageTable::format(void *mem, size_t bytes) noexcept {
+    if (bytes < sizeof(Header) + kProbe * sizeof(Slot)) return false;
+    std::memset(mem, 0, bytes);
+    Header *h = header(mem);
+    h->slots = (bytes - sizeof(Header)) / sizeof(Slot);
+    h->magic = kMagic;
+    return true;
+}
+
+UsageTable *UsageTable::attach(void *mem, size_t bytes) noexcept {
+    Header *h = header(mem);
+    if (bytes < sizeof(Header) || h->magic != kMagic ||
+        h->slots != (bytes - sizeof(Header)) / sizeof(Slot)) {
+        return nullptr;
+    }
+    return static_cast<UsageTable *>(mem);
+}
+
+size_t UsageTable::slots() const noexcept { return header(this)->slots; }
+
+uint64_t UsageTable::drops() const noexcept {
+    return __atomic_load_n(&header(this)->drops, __ATOMIC_RELAXED);
+}
+
+UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
+                             const unsigned char key_id[KA_ID_LEN], bool allowed, int64_t now_ms,
+                             uint64_t now_ns, const RateLock &lock) noexcept {
+    Header *h = header(this);
+    Slot *slots = slots_of(this);
+    const uint64_t n = h->slots;
+    const uint64_t lo = load_le<uint64_t>(key_id);
+    const uint32_t hi = load_le<uint32_t>(key_id + 8);
+    const uint64_t start = start_of(lo, hi, n);
+
+    if (Slot *s = find(slots, n, start, lo, hi)) {
+        add(*s, allowed, 1, now_ms);
+        return UsageCount{true, false};
+    }
+
+    lock.lock(lock.data);
+    Slot *s = find(slots, n, start, lo, hi);
+    for (uint64_t i = 0; s == nullptr && i < kProbe && i < n; i++) {
+        Slot &c = slots[(start + i) % n];
+        if (__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) continue;
+        // a free slot holds no delta: the collector took them when it freed it
+        __atomic_store_n(&c.allowed, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.rate_limited, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.last_used_ms, int64_t{0}, __ATOMIC_RELEASE);
+        std::memcpy(c.account_id, account_id, KA_ID_LEN);
+        __atomic_store_n(&c.id_lo, lo, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.id_hi, hi, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.used, 1u, __ATOMIC_RELEASE);
+        s = &c;
+    }
+    lock.unlock(lock.data);
+
+    if (s != nullptr) {
+        add(*s, allowed, 1, now_ms);
+        return UsageCount{true, false};
+    }
+    __atomic_fetch_add(&h->drops, uint64_t{1}, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&h->last_warn_ns, __ATOMIC_RELAXED);
+    bool warn = (last == 0 || now_ns - last >= kWarnEveryNs) &&
+                __atomic_compare_exchange_n(&h->last_warn_ns, &last, now_ns, false,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return UsageCount{false, warn};
+}
+
+// Without the lock: only a collector frees a slot, and two collectors run
+// at once only while a reload overlaps the old worker 0's exit with the new
+// one's timer; a slot freed and claimed again by another key in between
+// could then hand a count to the wrong key (not seen in practice; noted in
+// docs/RELIABILITY.md with the other races).
+bool UsageTable::take(size_t i, UsageDelta &out) noexcept {
+    Slot &s = slots_of(this)[i];
+    if (!__atomic_load_n(&s.used, __ATOMIC_ACQUIRE)) return false;
+    ids_of(s, out);
+    return exchange(s, out);
+}
+
+bool UsageTable::free_if_idle(size_t i, int64_t before_ms, UsageDelta &out,
+                              const RateLock &lock) noexcept {
+    Slot &s = slots_of(this)[i];
+    if (!__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE) >= before_ms) {
+        return false;
+    }
+    lock.lock(lock.data);
+    bool freed = false, counted = false;
+    if (__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE) < before_ms) {
+        ids_of(s, out);
+        __atomic_store_n(&s.used, 0u, __ATOMIC_RELEASE);
+        freed = true;
+        // a request that found the slot before it was freed may have counted
+        // meanwhile: hand its count on rather than lose it
+        counted = exchange(s, out);
+    }
+    lock.unlock(lock.data);
+    return freed && counted;
+}
+
+void UsageTable::restore(const UsageDelta &d, const RateLock &lock) noexcept {
+    Header *h = header(this);
+    Slot *slots = slots_of(this);
+    const uint64_t n = h->slots;
+    const uint64_t lo = load_le<uint64_t>(d.key_id);
+    const uint32_t hi = load_le<uint32_t>(d.key_id + 8);
+    lock.lock(lock.data);  // no slot is freed meanwhile
+    Slot *s = find(slots, n, start_of(lo, hi, n), lo, hi);
+    if (s != nullptr) {
+        __atomic_fetch_add(&s->allowed, d.allowed, __ATOMIC_ACQ_REL);
+        __atomic_fetch_add(&s->rate_limited, d.rate_limited,
+                           __ATOMIC_ACQ_REL);
+    } else {
+        __atomic_fetch_add(&h->drops, d.allowed + d.rate_limited, __ATOMIC_RELAXED);
+    }
+    lock.unlock(lock.data);
+}
+
+}  // namespace keyauth

@@ -1,0 +1,276 @@
+#include "ngx_http_keyauth_usage.h"
+#include "ngx_http_keyauth_shm.h"
+
+
+#define NGX_HTTP_KEYAUTH_USAGE_INTERVAL  30000
+#define NGX_HTTP_KEYAUTH_USAGE_MAX       60000
+/* a key unused this long gives its usage slot back (once collected) */
+#define NGX_HTTP_KEYAUTH_USAGE_IDLE_MS   300000
+/* a usage env that keeps failing is logged at most this often */
+#define NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC  60000
+
+
+static void ngx_http_keyauth_usage_timer(ngx_event_t *ev);
+static void ngx_http_keyauth_usage_flush(ngx_log_t *log);
+
+
+/* Only the collecting worker has these. */
+static ngx_event_t                    ngx_http_keyauth_usage_event;
+static ka_usage_env_t                *ngx_http_keyauth_usage_env;
+static ngx_http_keyauth_main_conf_t  *ngx_http_keyauth_usage_kmcf;
+static ngx_msec_t                     ngx_http_keyauth_usage_next_log;
+
+
+char *
+ngx_http_keyauth_usage_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf = conf;
+
+    ngx_str_t  *value, path;
+
+    if (kmcf->usage_db.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    path = value[1];
+
+    if (ngx_strcmp(path.data, "off") == 0) {
+        kmcf->usage_db.data = (u_char *) "";
+        kmcf->usage_db.len = 0;
+        return NGX_CONF_OK;
+    }
+
+    if (path.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "empty path in \"keyauth_usage_db\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &path, 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    kmcf->usage_db.data = ngx_pnalloc(cf->pool, path.len + 1);
+    if (kmcf->usage_db.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    kmcf->usage_db.len = path.len;
+    ngx_cpystrn(kmcf->usage_db.data, path.data, path.len + 1);
+
+    return NGX_CONF_OK;
+}
+
+
+char *
+ngx_http_keyauth_usage_interval(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (kmcf->usage_interval != NGX_CONF_UNSET_MSEC) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    kmcf->usage_interval = ngx_parse_time(&value[1], 0);
+
+    /* the console promises usage at most 60 s stale */
+    if (kmcf->usage_interval == (ngx_msec_t) NGX_ERROR
+        || kmcf->usage_interval < 1000
+        || kmcf->usage_interval > NGX_HTTP_KEYAUTH_USAGE_MAX)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"keyauth_usage_interval\" \"%V\": "
+                           "expected 1s to 60s", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+ngx_int_t
+ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
+    ngx_http_keyauth_main_conf_t *kmcf)
+{
+    u_char  *p;
+
+    if (kmcf->usage_interval == NGX_CONF_UNSET_MSEC) {
+        kmcf->usage_interval = NGX_HTTP_KEYAUTH_USAGE_INTERVAL;
+    }
+
+    if (kmcf->usage_db.data != NULL) {
+        return NGX_OK;
+    }
+
+    /* a sibling of the store's directory, never inside it: keyauth-syncd
+     * replaces that directory wholesale when it rebuilds the store */
+    kmcf->usage_db.len = kmcf->db_path.len + sizeof(KA_USAGE_DIR_SUFFIX) - 1;
+    kmcf->usage_db.data = ngx_pnalloc(cf->pool, kmcf->usage_db.len + 1);
+    if (kmcf->usage_db.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(kmcf->usage_db.data, kmcf->db_path.data, kmcf->db_path.len);
+    ngx_cpystrn(p, (u_char *) KA_USAGE_DIR_SUFFIX,
+                sizeof(KA_USAGE_DIR_SUFFIX));
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_keyauth_usage_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    /* one collector per nginx: worker 0 (a respawned worker 0 takes over;
+     * during a reload the old and the new worker 0 may both collect, which
+     * is safe: a delta is exchanged for zero, so only one takes it) */
+    if (!((ngx_process == NGX_PROCESS_WORKER && ngx_worker == 0)
+          || ngx_process == NGX_PROCESS_SINGLE))
+    {
+        return NGX_OK;
+    }
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
+
+    if (kmcf == NULL || kmcf->db_path.data == NULL || kmcf->shm_zone == NULL
+        || kmcf->usage_db.len == 0)
+    {
+        return NGX_OK;
+    }
+
+    ngx_http_keyauth_usage_kmcf = kmcf;
+
+    ngx_http_keyauth_usage_event.handler = ngx_http_keyauth_usage_timer;
+    ngx_http_keyauth_usage_event.log = cycle->log;
+    ngx_http_keyauth_usage_event.data = kmcf;
+    /* a graceful shutdown does not wait for it: exit_process flushes */
+    ngx_http_keyauth_usage_event.cancelable = 1;
+
+    ngx_add_timer(&ngx_http_keyauth_usage_event, kmcf->usage_interval);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
+
+    if (kmcf == NULL || kmcf->db_path.data == NULL || kmcf->shm_zone == NULL
+        || kmcf->usage_db.len == 0
+        || (ngx_process != NGX_PROCESS_WORKER
+            && ngx_process != NGX_PROCESS_SINGLE))
+    {
+        return;
+    }
+
+    /* every exiting worker collects what was counted since the last
+     * collection, not only worker 0: after a binary upgrade or a change of
+     * the zone's size, the old zone has no other collector, and the last of
+     * its workers to leave takes what the others counted */
+    ngx_http_keyauth_usage_kmcf = kmcf;
+    ngx_http_keyauth_usage_flush(cycle->log);
+
+    if (ngx_http_keyauth_usage_env != NULL) {
+        ka_usage_env_close(ngx_http_keyauth_usage_env);
+        ngx_http_keyauth_usage_env = NULL;
+    }
+
+    ngx_http_keyauth_usage_kmcf = NULL;
+}
+
+
+static void
+ngx_http_keyauth_usage_timer(ngx_event_t *ev)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf = ev->data;
+
+    ngx_http_keyauth_usage_flush(ev->log);
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(ev, kmcf->usage_interval);
+    }
+}
+
+
+/* Never fails anything but itself: counts stay in the zone and the next
+ * collection tries again. */
+static void
+ngx_http_keyauth_usage_flush(ngx_log_t *log)
+{
+    char                           err[256];
+    long                           n;
+    ngx_uint_t                     say;
+    ka_lock_t                      lock;
+    ngx_time_t                    *tp;
+    ngx_http_keyauth_zone_t       *zone;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_keyauth_usage_kmcf;
+    zone = kmcf->shm_zone->data;
+
+    say = (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
+          >= 0;
+
+    if (ngx_http_keyauth_usage_env == NULL) {
+        ngx_http_keyauth_usage_env = ka_usage_env_open(
+                                         (const char *) kmcf->usage_db.data,
+                                         err, sizeof(err));
+
+        if (ngx_http_keyauth_usage_env == NULL) {
+            if (say) {
+                ngx_log_error(NGX_LOG_ERR, log, 0,
+                              "keyauth: cannot open the usage store \"%V\": "
+                              "%s; usage is kept in keyauth_zone and "
+                              "stored once it opens", &kmcf->usage_db, err);
+                ngx_http_keyauth_usage_next_log = ngx_current_msec
+                                               + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
+            }
+
+            (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
+            return;
+        }
+    }
+
+    ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
+
+    ngx_time_update();
+    tp = ngx_timeofday();
+
+    n = ka_usage_flush(zone->usage, ngx_http_keyauth_usage_env,
+                       (int64_t) tp->sec * 1000 + tp->msec,
+                       NGX_HTTP_KEYAUTH_USAGE_IDLE_MS, &lock, err, sizeof(err));
+
+    if (n >= 0) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
+                       "keyauth: usage of %l keys collected", n);
+        return;
+    }
+
+    (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
+
+    if (say) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "keyauth: cannot store usage in \"%V\": %s; kept in "
+                      "keyauth_zone for the next collection",
+                      &kmcf->usage_db, err);
+        ngx_http_keyauth_usage_next_log = ngx_current_msec
+                                          + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
+    }
+
+    /* a broken handle (a full map, a removed directory) is opened anew */
+    ka_usage_env_close(ngx_http_keyauth_usage_env);
+    ngx_http_keyauth_usage_env = NULL;
+}
+

@@ -1,0 +1,28 @@
+/*
+ * Per-key usage: the request path counts in keyauth_zone
+ * (ngx_http_keyauth_rate.c); here one worker (worker 0) collects the counts
+ * every keyauth_usage_interval into the usage environment, off the request
+ * path, and every worker once more when it exits (any worker may collect:
+ * a count is taken by exactly one). The usage environment is not the key
+ * store: a worker holding both keeps LMDB's rule of one handle per
+ * environment and process.
+ */
+#ifndef NGX_HTTP_KEYAUTH_USAGE_H
+#define NGX_HTTP_KEYAUTH_USAGE_H
+
+#include "ngx_http_keyauth_module.h"
+
+char *ngx_http_keyauth_usage_db(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_keyauth_usage_interval(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* From the module's postconfiguration, once keyauth_db is set: the
+ * defaults (keyauth_db's path + ".usage", 30 s). */
+ngx_int_t ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
+    ngx_http_keyauth_main_conf_t *kmcf);
+
+ngx_int_t ngx_http_keyauth_usage_init_process(ngx_cycle_t *cycle);
+void ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle);
+
+#endif /* NGX_HTTP_KEYAUTH_USAGE_H */

@@ -1,0 +1,180 @@
+// Where keyauthd reads usage: the edge's usage env on one host, and on many
+// edges the sum of what every edge's keyauth-syncd published to etcd (real
+// members on loopback, tests/etcd_cluster.h). The publisher is tested here
+// too, as the writer of what the etcd source reads.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "etcd_cluster.h"
+#include "etcd_keyspace.h"
+#include "mutation.h"
+#include "record_changes.h"
+#include "store_error.h"
+#include "syncd_metrics.h"
+#include "temp_dir.h"
+#include "usage_env.h"
+#include "usage_keyspace.h"
+#include "usage_publisher.h"
+#include "usage_source.h"
+
+using namespace keyauth;
+using keyauth::testing::EtcdCluster;
+using keyauth::testing::TempDir;
+
+namespace {
+
+const std::string kPrefix = "/keyauth/1";
+
+Id id_of(unsigned char c) {
+    Id id;
+    id.fill(c);
+    return id;
+}
+
+// Adds to a key's totals in a usage env, as the collecting worker does.
+void count(const std::string &path, const Id &account, const Id &key, uint64_t allowed,
+           uint64_t limited, int64_t last) {
+    std::string err;
+    auto env = UsageEnv::open(path, err);
+    ASSERT_TRUE(env) << err;
+    UsageDelta d{};
+    std::memcpy(d.account_id, account.data(), KA_ID_LEN);
+    std::memcpy(d.key_id, key.data(), KA_ID_LEN);
+    d.allowed = allowed;
+    d.rate_limited = limited;
+    d.last_used_ms = last;
+    ASSERT_TRUE(env->add(&d, 1, err)) << err;
+}
+
+syncd::UsagePublisherOptions publisher_options(const EtcdCluster &etcd, const std::string &usage_db) {
+    syncd::UsagePublisherOptions o;
+    o.etcd.endpoints = etcd.endpoint_list();
+    o.etcd.request_timeout = std::chrono::milliseconds(2000);
+    o.prefix = kPrefix;
+    o.usage_db = usage_db;
+    return o;
+}
+
+}  // namespace
+
+TEST(UsageKeyspace, KeysRoundTripAndStrangersAreRefused) {
+    const unsigned char edge[KA_USAGE_EDGE_ID_LEN] = {0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xff};
+    const std::string within = etcd_usage_account_prefix(kPrefix, id_of(1));
+    const std::string k = etcd_usage_key(kPrefix, id_of(1), id_of(0xc3), edge);
+    EXPECT_EQ(k, "/keyauth/1/usage/010101010101010101010101c3c3c3c3c3c3c3c3c3c3c3c3/ab0102030405060708090aff");
+    Id key;
+    ASSERT_TRUE(parse_etcd_usage_key(within, k, key));
+    EXPECT_EQ(key, id_of(0xc3));
+    EXPECT_FALSE(parse_etcd_usage_key(within, k + "0", key));
+    EXPECT_FALSE(parse_etcd_usage_key(within, k.substr(0, k.size() - 1) + "G", key));
+    EXPECT_FALSE(parse_etcd_usage_key(etcd_usage_account_prefix(kPrefix, id_of(2)), k, key));
+    std::string bent = k;
+    bent[within.size() + 24] = '_';
+    EXPECT_FALSE(parse_etcd_usage_key(within, bent, key));
+}
+
+// syncd watches [prefix/, prefix/usage/): every table must sort before usage.
+TEST(UsageKeyspace, SyncdsWatchEndsBeforeUsageAndAfterEveryTable) {
+    const std::string end = syncd::watched_end(kPrefix);
+    EXPECT_EQ(end, etcd_usage_prefix(kPrefix));
+    for (size_t i = 0; i < kTableCount; i++) {
+        EXPECT_LT(etcd_table_prefix(kPrefix, static_cast<Table>(i)), end) << table_name(static_cast<Table>(i));
+    }
+    EXPECT_LT(etcd_last_key_record(kPrefix, Table::kKeys), end);
+}
+
+TEST(LmdbUsageSource, NoEnvMeansUnusedKeys) {
+    TempDir dir;
+    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto u = src->usage_of(id_of(1), {id_of(2), id_of(3)});
+    ASSERT_EQ(u.size(), 2u);
+    EXPECT_EQ(u[id_of(2)], KeyUsage{});
+}
+
+TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
+    TempDir dir;
+    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], KeyUsage{}) << "before the env exists";
+    const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
+    count(path, id_of(1), id_of(2), 5, 1, 1000);
+    count(path, id_of(1), id_of(2), 2, 0, 2000);
+    count(path, id_of(9), id_of(3), 7, 7, 3000);  // another account's key
+    auto u = src->usage_of(id_of(1), {id_of(2), id_of(3)});
+    EXPECT_EQ(u[id_of(2)], (KeyUsage{7, 1, 2000}));
+    EXPECT_EQ(u[id_of(3)], KeyUsage{}) << "only the account's own keys";
+}
+
+TEST(EtcdUsageSource, SumsEveryEdgesPublishedTotals) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    const std::string a = dir.sub("edge-a.usage"), b = dir.sub("edge-b.usage");
+    syncd::Metrics ma, mb;
+    std::string error;
+    auto pa = syncd::UsagePublisher::make(publisher_options(etcd, a), ma, error);
+    auto pb = syncd::UsagePublisher::make(publisher_options(etcd, b), mb, error);
+    ASSERT_TRUE(pa && pb) << error;
+    EXPECT_TRUE(pa->publish_once()) << "no usage env yet: nothing to do";
+
+    count(a, id_of(1), id_of(2), 10, 2, 5000);
+    count(a, id_of(1), id_of(3), 1, 0, 4000);
+    count(b, id_of(1), id_of(2), 5, 1, 6000);
+    count(b, id_of(8), id_of(9), 100, 0, 7000);  // another account
+    ASSERT_TRUE(pa->publish_once());
+    ASSERT_TRUE(pb->publish_once());
+    EXPECT_EQ(ma.usage_published(), 2u);
+    EXPECT_EQ(mb.usage_published(), 2u);
+
+    etcd::ClientOptions co;
+    co.endpoints = etcd.endpoint_list();
+    auto src = make_usage_source(dir.sub("unused"), co, kPrefix);
+    auto u = src->usage_of(id_of(1), {id_of(2), id_of(3), id_of(4)});
+    EXPECT_EQ(u[id_of(2)], (KeyUsage{15, 3, 6000}));
+    EXPECT_EQ(u[id_of(3)], (KeyUsage{1, 0, 4000}));
+    EXPECT_EQ(u[id_of(4)], KeyUsage{});
+
+    // only what changed is put again, and totals replace totals
+    ASSERT_TRUE(pa->publish_once());
+    EXPECT_EQ(ma.usage_published(), 2u);
+    count(a, id_of(1), id_of(2), 1, 0, 8000);
+    ASSERT_TRUE(pa->publish_once());
+    EXPECT_EQ(ma.usage_published(), 3u);
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], (KeyUsage{16, 3, 8000}));
+}
+
+TEST(EtcdUsageSource, AFailedPublicationIsCountedAndMadeGoodLater) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    const std::string a = dir.sub("edge.usage");
+    // more keys than one txn takes
+    for (int i = 0; i < 300; i++) {
+        Id k = id_of(2);
+        k[10] = static_cast<unsigned char>(i);
+        k[11] = static_cast<unsigned char>(i >> 8);
+        count(a, id_of(1), k, 1, 0, 1000 + i);
+    }
+    syncd::Metrics m;
+    std::string error;
+    auto p = syncd::UsagePublisher::make(publisher_options(etcd, a), m, error);
+    ASSERT_TRUE(p) << error;
+    etcd.stop(0);
+    EXPECT_FALSE(p->publish_once());
+    EXPECT_EQ(m.usage_publish_errors(), 1u);
+    EXPECT_EQ(m.usage_published(), 0u);
+    etcd.resume(0);
+    ASSERT_TRUE(p->publish_once());
+    EXPECT_EQ(m.usage_published(), 300u) << "in three transactions";
+
+    etcd::ClientOptions co;
+    co.endpoints = etcd.endpoint_list();
+    auto src = make_etcd_usage_source(co, kPrefix);
+    Id k = id_of(2);
+    k[10] = 7;
+    k[11] = 0;
+    EXPECT_EQ(src->usage_of(id_of(1), {k})[k], (KeyUsage{1, 0, 1007}));
+    etcd.kill(0);
+    EXPECT_THROW(src->usage_of(id_of(1), {k}), StoreError);
+}
