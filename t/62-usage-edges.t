@@ -78,6 +78,17 @@ is($edges[0]->syncd_metric('keyauth_syncd_events_total'), $events_before,
 cmp_ok($_->syncd_metric('keyauth_syncd_usage_published_total'), '>=', 1, 'published counted') for @edges;
 is($_->syncd_metric('keyauth_syncd_usage_publish_errors_total'), 0, 'no publish error') for @edges;
 
+# the console (keyauthd on etcd) shows the sum over the edges
+$ops->start_keyauthd;
+my $shown = KeyauthTest::json_body(KeyauthTest::http_request($ops->keyauthd_port, GET => "/v1/keys/$key->{id}",
+                                                             "Authorization: Bearer $acc->{consoleToken}"));
+is_deeply($shown->{usage}, { allowed => $sent{200}, rateLimited => $sent{429} },
+          'GET /v1/keys/{id}: usage is the sum of both edges');
+my $listed = KeyauthTest::json_body(KeyauthTest::http_request($ops->keyauthd_port, GET => '/v1/keys',
+                                                              "Authorization: Bearer $acc->{consoleToken}"));
+is_deeply($listed->{keys}[0]{usage}, $shown->{usage}, 'GET /v1/keys: the same');
+like($shown->{lastUsedAt}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, "lastUsedAt $shown->{lastUsedAt}");
+
 # more on one edge: its record grows, the other's stays
 $edges[1]->request(GET => '/t/x', "Authorization: Bearer $key->{secret}");
 ok(wait_until(sub {

@@ -278,6 +278,30 @@ json ConsoleApi::key_json(const KeyRecord &key, uint32_t entitlement) {
     return key_to_json(key, entitlement, store_.now());
 }
 
+// Usage comes from the edges' collections, not from the store: if it cannot
+// be read (etcd down, a damaged usage store), the keys are still answered,
+// with their usage null, and the daemon's log says why.
+void ConsoleApi::add_usage(const Id &account, const std::vector<KeyRecord> &keys, json &objects,
+                           HttpResponse &res) {
+    if (!usage_ || keys.empty()) return;
+    std::vector<Id> ids;
+    for (const auto &k : keys) ids.push_back(k.key_id);
+    try {
+        std::map<Id, KeyUsage> found = usage_->usage_of(account, ids);
+        for (size_t i = 0; i < keys.size(); i++) {
+            json &obj = objects.is_array() ? objects[i] : objects;
+            auto it = found.find(keys[i].key_id);
+            set_usage(obj, it == found.end() ? KeyUsage{} : it->second);
+        }
+    } catch (const std::exception &e) {
+        for (size_t i = 0; i < keys.size(); i++) {
+            json &obj = objects.is_array() ? objects[i] : objects;
+            obj["usage"] = nullptr;
+        }
+        res.internal_error = std::string("usage not read: ") + e.what();
+    }
+}
+
 uint32_t ConsoleApi::entitlement_of(const Id &account) {
     auto acc = store_.find_account(account);
     return acc ? acc->record.entitlement_rpm : 0;
@@ -337,8 +361,24 @@ HttpResponse ConsoleApi::list_keys(const Id &account, const HttpRequest &req) {
     const uint32_t entitlement = entitlement_of(account);
     json keys = json::array();
     for (const auto &k : page.keys) keys.push_back(key_json(k, entitlement));
+    HttpResponse r;
+    add_usage(account, page.keys, keys, r);
     json next = page.next ? json(id_to_string(kKeyIdPrefix, *page.next)) : json(nullptr);
-    HttpResponse r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
+    std::string why = std::move(r.internal_error);
+    r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
+    r.internal_error = std::move(why);
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
+}
+
+// One key, with its usage.
+HttpResponse ConsoleApi::one_key(const Id &account, const KeyRecord &key, int status) {
+    json obj = key_json(key, entitlement_of(account));
+    HttpResponse r;
+    add_usage(account, {key}, obj, r);
+    std::string why = std::move(r.internal_error);
+    r = json_response(status, obj);
+    r.internal_error = std::move(why);
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
 }
@@ -349,9 +389,7 @@ HttpResponse ConsoleApi::get_key(const Id &account, const std::string &id_text) 
     if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
     auto key = store_.find_key(id);
     if (!key || key->account_id != account) return key_not_found();
-    HttpResponse r = json_response(200, key_json(*key, entitlement_of(account)));
-    r.headers.emplace_back("Cache-Control", "no-store");
-    return r;
+    return one_key(account, *key, 200);
 }
 
 HttpResponse ConsoleApi::update_key(const Id &account, const Actor &actor, const std::string &id_text,
@@ -380,15 +418,13 @@ HttpResponse ConsoleApi::update_key(const Id &account, const Actor &actor, const
     if (body.contains("expiresAt")) {
         if (auto r = read_expiry(body["expiresAt"], true, changes.expires_ms.emplace())) return *r;
     }
-    KeyRecord rec = store_.update_key(account, id, changes, actor);
-    return json_response(200, key_json(rec, entitlement_of(account)));
+    return one_key(account, store_.update_key(account, id, changes, actor), 200);
 }
 
 HttpResponse ConsoleApi::revoke_key(const Id &account, const Actor &actor, const std::string &id_text) {
     Id id{};
     if (!parse_id(kKeyIdPrefix, id_text, id)) return key_not_found();
-    KeyRecord rec = store_.revoke_key(account, id, actor);
-    return json_response(200, key_json(rec, entitlement_of(account)));
+    return one_key(account, store_.revoke_key(account, id, actor), 200);
 }
 
 HttpResponse ConsoleApi::roll_key(const Id &account, const Actor &actor, const std::string &id_text,

@@ -11,6 +11,7 @@
 
 #include "http_exchange.h"
 #include "store.h"
+#include "usage_source.h"
 
 namespace keyauth {
 
@@ -20,7 +21,8 @@ public:
     static constexpr size_t kDefaultPage = 50;
     static constexpr size_t kMaxPage = 100;
 
-    explicit ConsoleApi(Store &store) : store_(store) {}
+    // usage: where the keys' usage and last use are read (none: zeros).
+    explicit ConsoleApi(Store &store, UsageSource *usage = nullptr) : store_(store), usage_(usage) {}
 
     // Never throws: every failure becomes a JSON error response.
     HttpResponse handle(const HttpRequest &req) noexcept;
@@ -36,14 +38,19 @@ private:
     HttpResponse roll_key(const Id &account, const Actor &actor, const std::string &id_text,
                           const HttpRequest &req);
     HttpResponse list_audit(const Id &account, const HttpRequest &req);
+    HttpResponse one_key(const Id &account, const KeyRecord &key, int status);
 
     static std::optional<nlohmann::json> object_body(const HttpRequest &req, HttpResponse &refused);
     static std::optional<HttpResponse> page_args(const HttpRequest &req, std::string_view id_prefix,
                                                  size_t &limit, std::optional<Id> &after);
     nlohmann::json key_json(const KeyRecord &key, uint32_t entitlement);
     uint32_t entitlement_of(const Id &account);
+    // Fills usage and lastUsedAt of keys (JSON objects with "id") of account.
+    void add_usage(const Id &account, const std::vector<KeyRecord> &keys, nlohmann::json &objects,
+                   HttpResponse &res);
 
     Store &store_;
+    UsageSource *usage_;
 };
 
 }  // namespace keyauth

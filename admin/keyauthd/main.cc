@@ -18,6 +18,7 @@
 #include "options.h"
 #include "etcd_backend.h"
 #include "store.h"
+#include "usage_source.h"
 
 int main(int argc, char **argv) {
     keyauthd::Options opt = keyauthd::parse_options(argc, argv);
@@ -55,7 +56,20 @@ int main(int argc, char **argv) {
         // Well inside nginx's proxy_read_timeout (10 s in console_api.conf):
         // a create is never committed after the console has given up on it.
         store.set_write_wait_limit(std::chrono::seconds(5));
-        keyauth::ConsoleApi api(store);
+        // Usage is read where the edges put it: etcd (every edge's syncd
+        // publishes there) or the usage store beside --db.
+        keyauth::etcd::ClientOptions usage_etcd;
+        if (!opt.etcd.empty()) {
+            std::string error;
+            keyauth::etcd::parse_endpoints(opt.etcd, usage_etcd.endpoints, error);
+            usage_etcd.ca_file = opt.etcd_cacert;
+            usage_etcd.cert_file = opt.etcd_cert;
+            usage_etcd.key_file = opt.etcd_key;
+            usage_etcd.request_timeout = std::chrono::seconds(3);
+        }
+        std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(
+            opt.db, usage_etcd, opt.etcd_prefix.empty() ? std::string(keyauth::kDefaultEtcdPrefix) : opt.etcd_prefix);
+        keyauth::ConsoleApi api(store, usage.get());
         keyauth::HttpServer server([&api](const keyauth::HttpRequest &r) { return api.handle(r); }, limits,
                                    keyauth::log_exchange);
         std::string error;

@@ -16,6 +16,11 @@ nlohmann::json key_id_or_null(const Id &id) {
 
 }  // namespace
 
+void set_usage(nlohmann::json &key, const UsageTotals &usage) {
+    key["usage"] = {{"allowed", usage.allowed}, {"rateLimited", usage.rate_limited}};
+    key["lastUsedAt"] = time_or_null(usage.last_used_ms);
+}
+
 const char *key_status(const KeyRecord &key, int64_t now_ms) {
     if (key.status == KA_KEY_REVOKED) return "revoked";
     if (key.expires_ms != 0 && now_ms >= key.expires_ms) return "expired";

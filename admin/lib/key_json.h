@@ -9,6 +9,7 @@
 
 #include "records.h"
 #include "rfc3339.h"
+#include "usage_record.h"
 #include "store.h"
 
 namespace keyauth {
@@ -22,6 +23,8 @@ const char *key_status(const KeyRecord &key, int64_t now_ms);
 // lastUsedAt and usage are null here (the console fills them in). Never the
 // secret or its hash.
 nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms);
+// Fills in usage {allowed, rateLimited} and lastUsedAt (null if never used).
+void set_usage(nlohmann::json &key, const UsageTotals &usage);
 
 nlohmann::json account_to_json(const Account &account);
 

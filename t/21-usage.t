@@ -56,6 +56,25 @@ subtest 'allowed and rate-limited requests reach the usage env exactly' => sub {
     like($t->request(GET => '/status')->{body}, qr/^keyauth_usage_flush_errors_total 0$/m, 'no flush error');
 };
 
+subtest 'the console shows the usage and the last use' => sub {
+    $t->start_keyauthd;
+    my $res = KeyauthTest::http_request($t->keyauthd_port, GET => "/v1/keys/$key->{id}",
+                                        "Authorization: Bearer $acc->{consoleToken}");
+    my $k = KeyauthTest::json_body($res);
+    is($res->{status}, 200, 'GET /v1/keys/{id}');
+    is_deeply($k->{usage}, { allowed => $sent{200}, rateLimited => $sent{429} }, 'usage as counted');
+    my $ms = usage_of()->{lastUsedMs};
+    my @t = gmtime(int($ms / 1000));
+    my $want = sprintf('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', $t[5] + 1900, $t[4] + 1, @t[3, 2, 1, 0], $ms % 1000);
+    is($k->{lastUsedAt}, $want, 'lastUsedAt as collected');
+    my $list = KeyauthTest::json_body(KeyauthTest::http_request($t->keyauthd_port, GET => '/v1/keys?limit=100',
+                                                                "Authorization: Bearer $acc->{consoleToken}"));
+    my ($never) = grep { $_->{id} eq $other->{id} } @{ $list->{keys} };
+    is_deeply([$never->{usage}, $never->{lastUsedAt}], [{ allowed => 0, rateLimited => 0 }, undef],
+              'an unused key: zeros, lastUsedAt null');
+    $t->stop_keyauthd;
+};
+
 # A marker key used after a reload proves collections ran since; the first
 # key's totals must still be exact then (neither lost nor counted twice).
 subtest 'nginx -s reload loses and doubles nothing' => sub {
