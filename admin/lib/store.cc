@@ -363,7 +363,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         e.change("name", nullptr, rec.name);
         e.change("entitlementPerMinute", nullptr, rec.entitlement_rpm);
         e.change("maxKeys", nullptr, rec.max_keys);
-        e.change("allowedScopes", nullptr, rec.allowed_scopes);
+        if (!rec.allowed_scopes.empty()) e.change("allowedScopes", nullptr, rec.allowed_scopes);
         put_audit(r, m, events);
         return out;
     });
@@ -410,7 +410,11 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
             rec.max_keys = *changes.max_keys;
         }
         if (changes.allowed_scopes && *changes.allowed_scopes != rec.allowed_scopes) {
-            e.change("allowedScopes", rec.allowed_scopes, *changes.allowed_scopes);
+            // an empty list reads "any scope", as in the account object: null
+            auto shown = [](const std::vector<std::string> &v) {
+                return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v);
+            };
+            e.change("allowedScopes", shown(rec.allowed_scopes), shown(*changes.allowed_scopes));
             rec.allowed_scopes = *changes.allowed_scopes;
         }
         if (e.changes.empty()) return acc;  // nothing to write
@@ -553,7 +557,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         e.change("name", nullptr, spec.name);
         e.change("scopes", nullptr, spec.scopes);
         e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
-        e.change("expiresAt", nullptr, time_or_null(spec.expires_ms));
+        if (spec.expires_ms) e.change("expiresAt", nullptr, format_time(spec.expires_ms));
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
