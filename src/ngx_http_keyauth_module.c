@@ -417,23 +417,37 @@ ngx_http_keyauth_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
     path = value[1];
 
-    if (path.len == 0) {
+    return ngx_http_keyauth_conf_path(cf, &path, &kmcf->db_path);
+}
+
+
+/*
+ * A directive's path argument made absolute (relative to the prefix) and
+ * NUL-terminated for LMDB, which takes C strings.
+ */
+char *
+ngx_http_keyauth_conf_path(ngx_conf_t *cf, ngx_str_t *path, ngx_str_t *out)
+{
+    ngx_str_t  *name;
+
+    if (path->len == 0) {
+        name = &((ngx_str_t *) cf->args->elts)[0];
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "empty path in \"keyauth_db\"");
+                           "empty path in \"%V\"", name);
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_conf_full_name(cf->cycle, &path, 0) != NGX_OK) {
+    if (ngx_conf_full_name(cf->cycle, path, 0) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
-    kmcf->db_path.len = path.len;
-    kmcf->db_path.data = ngx_pnalloc(cf->pool, path.len + 1);
-    if (kmcf->db_path.data == NULL) {
+    out->data = ngx_pnalloc(cf->pool, path->len + 1);
+    if (out->data == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    ngx_cpystrn(kmcf->db_path.data, path.data, path.len + 1);
+    out->len = path->len;
+    ngx_cpystrn(out->data, path->data, path->len + 1);
 
     return NGX_CONF_OK;
 }

@@ -55,5 +55,10 @@ extern ngx_module_t  ngx_http_keyauth_module;
  * access handler has not run. */
 ngx_http_keyauth_ctx_t *ngx_http_keyauth_get_ctx(ngx_http_request_t *r);
 
+/* A path argument (keyauth_db, keyauth_usage_db) made absolute and
+ * NUL-terminated into out; an empty one is refused naming the directive. */
+char *ngx_http_keyauth_conf_path(ngx_conf_t *cf, ngx_str_t *path,
+    ngx_str_t *out);
+
 
 #endif /* NGX_HTTP_KEYAUTH_MODULE_H */

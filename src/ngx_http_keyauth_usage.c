@@ -41,25 +41,7 @@ ngx_http_keyauth_usage_db(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    if (path.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "empty path in \"keyauth_usage_db\"");
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_conf_full_name(cf->cycle, &path, 0) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    kmcf->usage_db.data = ngx_pnalloc(cf->pool, path.len + 1);
-    if (kmcf->usage_db.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    kmcf->usage_db.len = path.len;
-    ngx_cpystrn(kmcf->usage_db.data, path.data, path.len + 1);
-
-    return NGX_CONF_OK;
+    return ngx_http_keyauth_conf_path(cf, &path, &kmcf->usage_db);
 }
 
 

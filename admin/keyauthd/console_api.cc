@@ -281,9 +281,8 @@ json ConsoleApi::key_json(const KeyRecord &key, uint32_t entitlement) {
 // Usage comes from the edges' collections, not from the store: if it cannot
 // be read (etcd down, a damaged usage store), the keys are still answered,
 // with their usage null, and the daemon's log says why.
-void ConsoleApi::add_usage(const Id &account, const std::vector<KeyRecord> &keys, json &objects,
-                           HttpResponse &res) {
-    if (!usage_ || keys.empty()) return;
+std::string ConsoleApi::add_usage(const Id &account, const std::vector<KeyRecord> &keys, json &objects) {
+    if (!usage_ || keys.empty()) return "";
     std::vector<Id> ids;
     for (const auto &k : keys) ids.push_back(k.key_id);
     try {
@@ -298,8 +297,9 @@ void ConsoleApi::add_usage(const Id &account, const std::vector<KeyRecord> &keys
             json &obj = objects.is_array() ? objects[i] : objects;
             obj["usage"] = nullptr;
         }
-        res.internal_error = std::string("usage not read: ") + e.what();
+        return std::string("usage not read: ") + e.what();
     }
+    return "";
 }
 
 uint32_t ConsoleApi::entitlement_of(const Id &account) {
@@ -361,12 +361,10 @@ HttpResponse ConsoleApi::list_keys(const Id &account, const HttpRequest &req) {
     const uint32_t entitlement = entitlement_of(account);
     json keys = json::array();
     for (const auto &k : page.keys) keys.push_back(key_json(k, entitlement));
-    HttpResponse r;
-    add_usage(account, page.keys, keys, r);
+    std::string usage_error = add_usage(account, page.keys, keys);
     json next = page.next ? json(id_to_string(kKeyIdPrefix, *page.next)) : json(nullptr);
-    std::string why = std::move(r.internal_error);
-    r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
-    r.internal_error = std::move(why);
+    HttpResponse r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
+    r.internal_error = std::move(usage_error);
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
 }
@@ -374,11 +372,9 @@ HttpResponse ConsoleApi::list_keys(const Id &account, const HttpRequest &req) {
 // One key, with its usage.
 HttpResponse ConsoleApi::one_key(const Id &account, const KeyRecord &key, int status) {
     json obj = key_json(key, entitlement_of(account));
-    HttpResponse r;
-    add_usage(account, {key}, obj, r);
-    std::string why = std::move(r.internal_error);
-    r = json_response(status, obj);
-    r.internal_error = std::move(why);
+    std::string usage_error = add_usage(account, {key}, obj);
+    HttpResponse r = json_response(status, obj);
+    r.internal_error = std::move(usage_error);
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
 }

@@ -45,9 +45,9 @@ private:
                                                  size_t &limit, std::optional<Id> &after);
     nlohmann::json key_json(const KeyRecord &key, uint32_t entitlement);
     uint32_t entitlement_of(const Id &account);
-    // Fills usage and lastUsedAt of keys (JSON objects with "id") of account.
-    void add_usage(const Id &account, const std::vector<KeyRecord> &keys, nlohmann::json &objects,
-                   HttpResponse &res);
+    // Fills usage and lastUsedAt of the keys' objects (an array, or one
+    // object for one key); returns why usage could not be read, or "".
+    std::string add_usage(const Id &account, const std::vector<KeyRecord> &keys, nlohmann::json &objects);
 
     Store &store_;
     UsageSource *usage_;

@@ -1,8 +1,6 @@
 #include "rate_table.h"
 
-#include <cstring>
-
-#include "le.h"
+#include "shm_slots.h"
 
 namespace keyauth {
 namespace {
@@ -31,27 +29,21 @@ struct Slot {
 static_assert(sizeof(Header) == RateTable::kHeaderBytes, "header size");
 static_assert(sizeof(Slot) == RateTable::kSlotBytes, "slot size");
 
-Header *header(void *t) { return static_cast<Header *>(t); }
-Slot *slots_of(void *t) {
-    return reinterpret_cast<Slot *>(static_cast<unsigned char *>(t) + sizeof(Header));
-}
+using shm_slots::SlotId;
 
-bool matches(const Slot &s, uint64_t lo, uint32_t hi) {
-    return __atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
-           __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) == lo &&
-           __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) == hi;
-}
+Header *header(const void *t) { return shm_slots::header<Header>(t); }
+Slot *slots_of(const void *t) { return shm_slots::slots_of<Header, Slot>(t); }
 
 // Admits or refuses against the slot's TAT; a failed CAS means another
 // worker admitted a request of the same key in between: decide again. False,
 // with nothing charged, if the slot now belongs to another key: the owner is
 // checked after each read of the TAT, and an eviction resets the TAT before
 // it changes the owner, so a TAT read from the new owner comes with its id.
-bool admit(Slot &s, uint64_t lo, uint32_t hi, const GcraParams &p, uint64_t now,
+bool admit(Slot &s, const SlotId &id, const GcraParams &p, uint64_t now,
            GcraDecision &d) {
     uint64_t tat = __atomic_load_n(&s.tat, __ATOMIC_ACQUIRE);
     for (;;) {
-        if (!matches(s, lo, hi)) return false;
+        if (!shm_slots::matches(s, id)) return false;
         d = gcra_decide(tat, now, p);
         if (!d.allowed ||
             __atomic_compare_exchange_n(&s.tat, &tat, d.new_tat, false, __ATOMIC_ACQ_REL,
@@ -61,41 +53,20 @@ bool admit(Slot &s, uint64_t lo, uint32_t hi, const GcraParams &p, uint64_t now,
     }
 }
 
-Slot *find(Slot *slots, uint64_t n, uint64_t start, uint64_t lo, uint32_t hi) {
-    for (uint64_t i = 0; i < RateTable::kProbe && i < n; i++) {
-        Slot &s = slots[(start + i) % n];
-        if (matches(s, lo, hi)) return &s;
-    }
-    return nullptr;
-}
-
 }  // namespace
 
 bool RateTable::format(void *mem, size_t bytes) noexcept {
-    if (bytes < sizeof(Header) + kProbe * sizeof(Slot)) return false;
-    std::memset(mem, 0, bytes);
-    Header *h = header(mem);
-    h->slots = (bytes - sizeof(Header)) / sizeof(Slot);
-    h->magic = kMagic;
-    return true;
+    return shm_slots::format<Header, Slot>(mem, bytes, kMagic, kProbe);
 }
 
 RateTable *RateTable::attach(void *mem, size_t bytes) noexcept {
-    Header *h = header(mem);
-    if (bytes < sizeof(Header) || h->magic != kMagic ||
-        h->slots != (bytes - sizeof(Header)) / sizeof(Slot)) {
-        return nullptr;
-    }
-    return static_cast<RateTable *>(mem);
+    return shm_slots::holds_table<Header, Slot>(mem, bytes, kMagic) ? static_cast<RateTable *>(mem) : nullptr;
 }
 
-size_t RateTable::slots() const noexcept {
-    return header(const_cast<RateTable *>(this))->slots;
-}
+size_t RateTable::slots() const noexcept { return header(this)->slots; }
 
 uint64_t RateTable::busy_evictions() const noexcept {
-    return __atomic_load_n(&header(const_cast<RateTable *>(this))->busy_evictions,
-                           __ATOMIC_RELAXED);
+    return __atomic_load_n(&header(this)->busy_evictions, __ATOMIC_RELAXED);
 }
 
 RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &params,
@@ -103,20 +74,18 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
     Header *h = header(this);
     Slot *slots = slots_of(this);
     const uint64_t n = h->slots;
-    const uint64_t lo = load_le<uint64_t>(id);
-    const uint32_t hi = load_le<uint32_t>(id + 8);
-    // Bytes 6..11 of an id are random; the low ones are a creation time.
-    const uint64_t start = ((lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL) % n;
+    const SlotId key = SlotId::of(id);
+    const uint64_t start = key.start(n);
 
-    if (Slot *s = find(slots, n, start, lo, hi)) {
+    if (Slot *s = shm_slots::find(slots, n, kProbe, key)) {
         GcraDecision d;
         // the slot may be handed to another key meanwhile: retry below
-        if (admit(*s, lo, hi, params, now, d)) return RateCheck{d, false, false};
+        if (admit(*s, key, params, now, d)) return RateCheck{d, false, false};
     }
 
     lock.lock(lock.data);
     RateCheck out{};
-    Slot *s = find(slots, n, start, lo, hi);
+    Slot *s = shm_slots::find(slots, n, kProbe, key);
     if (s == nullptr) {
         Slot *victim = nullptr;
         for (uint64_t i = 0; i < kProbe && i < n; i++) {
@@ -137,13 +106,13 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
         }
         __atomic_store_n(&victim->used, 0u, __ATOMIC_RELEASE);
         __atomic_store_n(&victim->tat, uint64_t{0}, __ATOMIC_RELEASE);
-        __atomic_store_n(&victim->id_lo, lo, __ATOMIC_RELEASE);
-        __atomic_store_n(&victim->id_hi, hi, __ATOMIC_RELEASE);
+        __atomic_store_n(&victim->id_lo, key.lo, __ATOMIC_RELEASE);
+        __atomic_store_n(&victim->id_hi, key.hi, __ATOMIC_RELEASE);
         __atomic_store_n(&victim->used, 1u, __ATOMIC_RELEASE);
         s = victim;
     }
     // evictions happen only under the lock: the slot stays ours
-    (void)admit(*s, lo, hi, params, now, out.decision);
+    (void)admit(*s, key, params, now, out.decision);
     lock.unlock(lock.data);
     return out;
 }

@@ -4,6 +4,7 @@
 
 #include "gcra.h"
 #include "le.h"
+#include "shm_slots.h"
 
 namespace keyauth {
 namespace {
@@ -36,28 +37,12 @@ struct Slot {
 static_assert(sizeof(Header) == UsageTable::kHeaderBytes, "header size");
 static_assert(sizeof(Slot) == UsageTable::kSlotBytes, "slot size");
 
-Header *header(const void *t) { return static_cast<Header *>(const_cast<void *>(t)); }
-Slot *slots_of(void *t) {
-    return reinterpret_cast<Slot *>(static_cast<unsigned char *>(t) + sizeof(Header));
-}
+using shm_slots::SlotId;
 
-bool matches(const Slot &s, uint64_t lo, uint32_t hi) {
-    return __atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
-           __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) == lo &&
-           __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) == hi;
-}
-
-Slot *find(Slot *slots, uint64_t n, uint64_t start, uint64_t lo, uint32_t hi) {
-    for (uint64_t i = 0; i < UsageTable::kProbe && i < n; i++) {
-        Slot &s = slots[(start + i) % n];
-        if (matches(s, lo, hi)) return &s;
-    }
-    return nullptr;
-}
-
-uint64_t start_of(uint64_t lo, uint32_t hi, uint64_t n) {
-    // bytes 6..11 of an id are random, the low ones a creation time
-    return ((lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL) % n;
+Header *header(const void *t) { return shm_slots::header<Header>(t); }
+Slot *slots_of(const void *t) { return shm_slots::slots_of<Header, Slot>(t); }
+Slot *find(Slot *slots, uint64_t n, const SlotId &id) {
+    return shm_slots::find(slots, n, UsageTable::kProbe, id);
 }
 
 void add(Slot &s, bool allowed, uint64_t n, int64_t now_ms) {
@@ -86,21 +71,11 @@ bool exchange(Slot &s, UsageDelta &d) {
 }  // namespace
 
 bool UsageTable::format(void *mem, size_t bytes) noexcept {
-    if (bytes < sizeof(Header) + kProbe * sizeof(Slot)) return false;
-    std::memset(mem, 0, bytes);
-    Header *h = header(mem);
-    h->slots = (bytes - sizeof(Header)) / sizeof(Slot);
-    h->magic = kMagic;
-    return true;
+    return shm_slots::format<Header, Slot>(mem, bytes, kMagic, kProbe);
 }
 
 UsageTable *UsageTable::attach(void *mem, size_t bytes) noexcept {
-    Header *h = header(mem);
-    if (bytes < sizeof(Header) || h->magic != kMagic ||
-        h->slots != (bytes - sizeof(Header)) / sizeof(Slot)) {
-        return nullptr;
-    }
-    return static_cast<UsageTable *>(mem);
+    return shm_slots::holds_table<Header, Slot>(mem, bytes, kMagic) ? static_cast<UsageTable *>(mem) : nullptr;
 }
 
 size_t UsageTable::slots() const noexcept { return header(this)->slots; }
@@ -115,17 +90,16 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
     Header *h = header(this);
     Slot *slots = slots_of(this);
     const uint64_t n = h->slots;
-    const uint64_t lo = load_le<uint64_t>(key_id);
-    const uint32_t hi = load_le<uint32_t>(key_id + 8);
-    const uint64_t start = start_of(lo, hi, n);
+    const SlotId id = SlotId::of(key_id);
+    const uint64_t start = id.start(n);
 
-    if (Slot *s = find(slots, n, start, lo, hi)) {
+    if (Slot *s = find(slots, n, id)) {
         add(*s, allowed, 1, now_ms);
         return UsageCount{true, false};
     }
 
     lock.lock(lock.data);
-    Slot *s = find(slots, n, start, lo, hi);
+    Slot *s = find(slots, n, id);
     for (uint64_t i = 0; s == nullptr && i < kProbe && i < n; i++) {
         Slot &c = slots[(start + i) % n];
         if (__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) continue;
@@ -134,8 +108,8 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
         __atomic_store_n(&c.rate_limited, uint64_t{0}, __ATOMIC_RELEASE);
         __atomic_store_n(&c.last_used_ms, int64_t{0}, __ATOMIC_RELEASE);
         std::memcpy(c.account_id, account_id, KA_ID_LEN);
-        __atomic_store_n(&c.id_lo, lo, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.id_hi, hi, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.id_lo, id.lo, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.id_hi, id.hi, __ATOMIC_RELEASE);
         __atomic_store_n(&c.used, 1u, __ATOMIC_RELEASE);
         s = &c;
     }
@@ -190,11 +164,8 @@ bool UsageTable::free_if_idle(size_t i, int64_t before_ms, UsageDelta &out,
 void UsageTable::restore(const UsageDelta &d, const RateLock &lock) noexcept {
     Header *h = header(this);
     Slot *slots = slots_of(this);
-    const uint64_t n = h->slots;
-    const uint64_t lo = load_le<uint64_t>(d.key_id);
-    const uint32_t hi = load_le<uint32_t>(d.key_id + 8);
     lock.lock(lock.data);  // no slot is freed meanwhile
-    Slot *s = find(slots, n, start_of(lo, hi, n), lo, hi);
+    Slot *s = find(slots, h->slots, SlotId::of(d.key_id));
     if (s != nullptr) {
         __atomic_fetch_add(&s->allowed, d.allowed, __ATOMIC_ACQ_REL);
         __atomic_fetch_add(&s->rate_limited, d.rate_limited,
