@@ -205,6 +205,13 @@ TEST_P(ConsoleLifecycleTest, RotatedTokensStopNowOrAfterTheirGrace) {
     CreatedAccount third = store.rotate_console_token(alice.account.id, 0);
     EXPECT_EQ(call("GET", "/v1/keys", &second).status, 401);
     EXPECT_EQ(call("GET", "/v1/keys", &third).status, 200);
+    // a rotation with no grace ends every older token, also one in its grace
+    CreatedAccount fourth = store.rotate_console_token(alice.account.id, 600);
+    EXPECT_EQ(call("GET", "/v1/keys", &third).status, 200);
+    CreatedAccount fifth = store.rotate_console_token(alice.account.id, 0);
+    EXPECT_EQ(call("GET", "/v1/keys", &third).status, 401);
+    EXPECT_EQ(call("GET", "/v1/keys", &fourth).status, 401);
+    EXPECT_EQ(call("GET", "/v1/keys", &fifth).status, 200);
 }
 
 TEST_P(ConsoleLifecycleTest, TheAuditTrailIsTheCallersNewestFirstAndHoldsNoSecret) {

@@ -466,11 +466,14 @@ CreatedAccount Store::rotate_console_token(const Id &id, int64_t grace_seconds, 
             if (decode_token_record(v.data(), v.size(), t) != DecodeStatus::kOk || t.account_id != id)
                 return true;
             m.expect(Table::kConsoleTokens, hash, v);
+            // No grace (a leaked token, say): every old token stops now,
+            // also one still in an earlier rotation's grace. With grace the
+            // current one gets it; earlier ones keep theirs, or go if over.
             if (t.expires_ms == 0 && grace_seconds > 0) {
                 t.expires_ms = now + grace_seconds * 1000;
                 m.put(Table::kConsoleTokens, hash, encode_token_record(t));
-            } else if (t.expires_ms == 0 || now >= t.expires_ms) {
-                m.erase(Table::kConsoleTokens, hash);  // replaced now, or its grace is over
+            } else if (grace_seconds == 0 || t.expires_ms == 0 || now >= t.expires_ms) {
+                m.erase(Table::kConsoleTokens, hash);
             }
             return true;
         });

@@ -131,7 +131,8 @@ public:
     // ACCOUNT_SUSPENDED) until it is resumed; idempotent.
     Account set_suspended(const Id &id, bool suspended, const Actor &actor = {});
     // A new console token (returned once); the old one stops now, or after
-    // grace_seconds (0..kMaxGraceSeconds).
+    // grace_seconds (0..kMaxGraceSeconds). With no grace every older token
+    // stops now, also one still in an earlier rotation's grace.
     CreatedAccount rotate_console_token(const Id &id, int64_t grace_seconds, const Actor &actor = {});
     // The account of a live console token, suspended or not.
     std::optional<ConsoleLogin> console_login(std::string_view token);
