@@ -4,10 +4,11 @@
  * open handle is checked for its data.mdb or lock.mdb having been replaced
  * (a store made anew at the same path), and is then closed and opened again.
  *
- * The read transaction itself is the core's (src/core/edge_store.cc): renewed
- * for each request and reset before the request moves on, so no snapshot
- * outlives a request and no idle worker pins old pages; MDB_MAP_RESIZED is
- * handled there too, by adopting the new map size.
+ * The read transaction itself is the core's (src/core/edge_store.cc): a
+ * request keeps the previous request's snapshot while it is the newest and
+ * renews it otherwise; MDB_MAP_RESIZED is handled there too. A timer here
+ * lets an idle worker's snapshot go within a second, so that it never pins
+ * the writer's old pages.
  */
 
 #include "ngx_http_keyauth_store.h"
@@ -23,6 +24,10 @@ static ka_edge_t   *ngx_http_keyauth_edge_handle;
 static ngx_msec_t   ngx_http_keyauth_next_open;
 static ngx_msec_t   ngx_http_keyauth_next_check;
 static u_char      *ngx_http_keyauth_db_path;
+static ngx_event_t   ngx_http_keyauth_idle_event;
+
+
+static void ngx_http_keyauth_idle_timer(ngx_event_t *ev);
 
 
 ngx_int_t
@@ -48,13 +53,35 @@ ngx_http_keyauth_store_init_process(ngx_cycle_t *cycle)
     /* opened here, not in the master: LMDB handles do not survive fork */
     (void) ngx_http_keyauth_edge(cycle->log);
 
+    ngx_http_keyauth_idle_event.handler = ngx_http_keyauth_idle_timer;
+    ngx_http_keyauth_idle_event.log = cycle->log;
+    ngx_http_keyauth_idle_event.cancelable = 1;
+    ngx_add_timer(&ngx_http_keyauth_idle_event, KA_EDGE_IDLE_MSEC);
+
     return NGX_OK;
+}
+
+
+static void
+ngx_http_keyauth_idle_timer(ngx_event_t *ev)
+{
+    if (ngx_http_keyauth_edge_handle != NULL) {
+        ka_edge_idle(ngx_http_keyauth_edge_handle);
+    }
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(ev, KA_EDGE_IDLE_MSEC);
+    }
 }
 
 
 void
 ngx_http_keyauth_store_exit_process(ngx_cycle_t *cycle)
 {
+    if (ngx_http_keyauth_idle_event.timer_set) {
+        ngx_del_timer(&ngx_http_keyauth_idle_event);
+    }
+
     if (ngx_http_keyauth_edge_handle != NULL) {
         ka_edge_close(ngx_http_keyauth_edge_handle);
         ngx_http_keyauth_edge_handle = NULL;

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <sstream>
+#include <unistd.h>
+#include <vector>
 #include <string>
 
 #include "edge_store.h"
@@ -100,9 +103,67 @@ TEST_F(EdgeAuthTest, ScopesAreAllRequired) {
     EXPECT_EQ(auth(bearer(), {}).verdict, KA_AUTH_OK);
 }
 
+// The account was read (and cached for the snapshot) by the first request.
 TEST_F(EdgeAuthTest, EntitlementChangeIsSeenByTheNextRequest) {
+    EXPECT_EQ(auth(bearer()).entitlement_rpm, 600u);
     store.set_entitlement(acc, 30);
     EXPECT_EQ(auth(bearer()).entitlement_rpm, 30u);
+}
+
+namespace {
+
+// The read transaction ids of this process's LMDB reader slots ("-" for a
+// slot that holds no snapshot), from the environment's lock file.
+std::vector<std::string> reader_txnids(const std::string &path) {
+    // mdb_stat, a process of its own: a second environment on the same files
+    // in this process would drop this process's locks when it closes.
+    std::string table;
+    FILE *p = popen(("mdb_stat -r '" + path + "' 2>&1").c_str(), "r");
+    EXPECT_NE(p, nullptr);
+    if (p == nullptr) return {};
+    char buf[256];
+    while (fgets(buf, sizeof buf, p) != nullptr) table += buf;
+    pclose(p);  // exits 1 after -r even when it printed the table
+    EXPECT_NE(table.find("Reader Table Status"), std::string::npos) << table;
+    std::vector<std::string> ids;
+    std::istringstream in(table);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream row(line);
+        std::string pid, thread, txnid;
+        if (row >> pid >> thread >> txnid && pid == std::to_string(getpid())) {
+            ids.push_back(txnid);
+        }
+    }
+    return ids;
+}
+
+}  // namespace
+
+// A worker keeps its snapshot from one request to the next while nothing
+// was committed, renews it on the first request after a commit, and lets it
+// go once it went unused for a whole idle period.
+TEST_F(EdgeAuthTest, TheSnapshotIsKeptWhileNewestAndLetGoWhenIdle) {
+    ASSERT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
+    std::vector<std::string> held = reader_txnids(path);
+    ASSERT_EQ(held.size(), 1u);
+    ASSERT_NE(held[0], "-");
+    ASSERT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
+    EXPECT_EQ(reader_txnids(path), held);  // no commit since: the same snapshot
+
+    store.set_entitlement(acc, 30);
+    EXPECT_EQ(reader_txnids(path), held);  // not renewed before a request asks
+    EXPECT_EQ(auth(bearer()).entitlement_rpm, 30u);
+    std::vector<std::string> renewed = reader_txnids(path);
+    ASSERT_EQ(renewed.size(), 1u);
+    EXPECT_GT(std::stoull(renewed[0]), std::stoull(held[0]));
+
+    ka_edge_idle(edge);  // used since the last tick: kept
+    EXPECT_EQ(reader_txnids(path), renewed);
+    ka_edge_idle(edge);  // a whole idle period: let go
+    EXPECT_EQ(reader_txnids(path), std::vector<std::string>{"-"});
+    EXPECT_EQ(auth(bearer()).verdict, KA_AUTH_OK);  // and taken again on demand
+    EXPECT_EQ(reader_txnids(path), renewed);
 }
 
 TEST_F(EdgeAuthTest, SeesWritesAfterTheMapGrows) {
@@ -212,6 +273,7 @@ TEST_F(EdgeAuthTest, AKeyIsRefusedFromTheExactMillisecondItExpires) {
 }
 
 TEST_F(EdgeAuthTest, ASuspendedAccountsKeysAre403UntilItIsResumed) {
+    ASSERT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
     store.set_suspended(acc, true);
     ka_auth_result_t r = auth(bearer());
     EXPECT_EQ(r.verdict, KA_AUTH_ACCOUNT_SUSPENDED);

@@ -1,6 +1,6 @@
 // What one nginx worker process holds for the edge: the LMDB reader, the
-// hash context and the rendered plan catalog. Internal to the core; the glue
-// sees only the opaque ka_edge_t of keyauth_core.h.
+// keys and accounts read in its snapshot and the rendered plan catalog. Internal to
+// the core; the glue sees only the opaque ka_edge_t of keyauth_core.h.
 #pragma once
 
 #include <memory>
@@ -8,10 +8,29 @@
 #include "catalog.h"
 #include "edge_store.h"
 #include "keyauth_core.h"
+#include "keyauth_schema.h"
+#include "records.h"
 #include "sha256.h"
+#include "snapshot_cache.h"
+
+namespace keyauth {
+
+// What the edge needs of an account: whether it is active, and its rate.
+struct AccountState {
+    uint8_t status = 0;
+    uint32_t entitlement_rpm = 0;
+};
+
+// Keys by SHA-256 digest (decoded views into the snapshot's map); accounts
+// by id, hashed on the id's last, random bytes.
+using KeyCache = SnapshotCache<std::tuple_size<Digest>::value, 0, KeyRecordView>;
+using AccountCache = SnapshotCache<KA_ID_LEN, KA_ID_LEN - 2, AccountState>;
+
+}  // namespace keyauth
 
 struct ka_edge_s {
     std::unique_ptr<keyauth::EdgeStore> store;
-    keyauth::Sha256 sha;
+    keyauth::KeyCache keys;
+    keyauth::AccountCache accounts;
     keyauth::CatalogCache catalog;
 };

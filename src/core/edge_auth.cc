@@ -1,5 +1,5 @@
 // The C API of keyauth_core.h: Bearer parsing, format check, hashing, record
-// lookup, status, expiry and scopes, in that order, cheapest first.
+// lookup, status, expiry, account and scopes, in that order, cheapest first.
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -56,13 +56,10 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     out->prefix_len = kDisplayPrefixLen;
     std::memcpy(out->prefix, token.data(), kDisplayPrefixLen);
 
-    Digest hash;
     if (edge == nullptr || !edge->store) {
         return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "key store is not open");
     }
-    if (!edge->sha.digest(token, hash)) {
-        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "SHA-256 failed in OpenSSL");
-    }
+    const Digest hash = sha256(token);
 
     EdgeStore &store = *edge->store;
     EdgeStore::Snapshot snap(store);
@@ -71,24 +68,30 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
         return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB read transaction: %s",
                        mdb_strerror(rc));
     }
-    std::string_view raw;
-    rc = snap.get(store.keys_by_hash(), hash.data(), hash.size(), raw);
-    if (rc == MDB_NOTFOUND) {
-        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "API key \"%.*s...\" is unknown",
-                       static_cast<int>(out->prefix_len), out->prefix);
+    const KeyRecordView *cached = edge->keys.find(hash.data(), snap.generation());
+    if (cached == nullptr) {
+        std::string_view raw;
+        rc = snap.get(store.keys_by_hash(), hash.data(), hash.size(), raw);
+        if (rc == MDB_NOTFOUND) {
+            return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO,
+                           "API key \"%.*s...\" is unknown", static_cast<int>(out->prefix_len),
+                           out->prefix);
+        }
+        if (rc != 0) {
+            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
+                           KA_DB_KEYS_BY_HASH, mdb_strerror(rc));
+        }
+        KeyRecordView view;
+        DecodeStatus st = decode_key_record(raw.data(), raw.size(), view);
+        if (st != DecodeStatus::kOk) {
+            return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
+                           "key record of \"%.*s...\" has %s %u; treating the key as invalid",
+                           static_cast<int>(out->prefix_len), out->prefix, decode_problem(st),
+                           static_cast<unsigned>(view.version));
+        }
+        cached = &edge->keys.put(hash.data(), snap.generation(), view);
     }
-    if (rc != 0) {
-        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
-                       KA_DB_KEYS_BY_HASH, mdb_strerror(rc));
-    }
-    KeyRecordView key;
-    DecodeStatus st = decode_key_record(raw.data(), raw.size(), key);
-    if (st != DecodeStatus::kOk) {
-        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
-                       "key record of \"%.*s...\" has %s %u; treating the key as invalid",
-                       static_cast<int>(out->prefix_len), out->prefix, decode_problem(st),
-                       static_cast<unsigned>(key.version));
-    }
+    const KeyRecordView &key = *cached;
     out->found = 1;
     std::memcpy(out->key_id_bin, key.key_id, KA_ID_LEN);
     std::memcpy(out->account_id_bin, key.account_id, KA_ID_LEN);
@@ -112,29 +115,34 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                        KA_ID_TEXT_LEN, key_id);
     }
 
-    std::string_view account_raw;
-    rc = snap.get(store.accounts(), key.account_id, KA_ID_LEN, account_raw);
-    if (rc != 0 && rc != MDB_NOTFOUND) {
-        return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
-                       KA_DB_ACCOUNTS, mdb_strerror(rc));
+    const AccountState *account = edge->accounts.find(key.account_id, snap.generation());
+    if (account == nullptr) {
+        std::string_view raw;
+        rc = snap.get(store.accounts(), key.account_id, KA_ID_LEN, raw);
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
+                           KA_DB_ACCOUNTS, mdb_strerror(rc));
+        }
+        AccountRecordView view;
+        DecodeStatus st = rc == 0 ? decode_account_record(raw.data(), raw.size(), view)
+                                  : DecodeStatus::kCorrupt;
+        if (rc == MDB_NOTFOUND || st != DecodeStatus::kOk) {
+            ids();
+            return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
+                           "account %.*s of API key %.*s is %s; treating the key as invalid",
+                           KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id,
+                           rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
+        }
+        account = &edge->accounts.put(key.account_id, snap.generation(),
+                                      AccountState{view.status, view.entitlement_rpm});
     }
-    AccountRecordView account;
-    st = rc == 0 ? decode_account_record(account_raw.data(), account_raw.size(), account)
-                 : DecodeStatus::kCorrupt;
-    if (rc == MDB_NOTFOUND || st != DecodeStatus::kOk) {
-        ids();
-        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
-                       "account %.*s of API key %.*s is %s; treating the key as invalid",
-                       KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id,
-                       rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
-    }
-    if (account.status != KA_ACCOUNT_ACTIVE) {
+    if (account->status != KA_ACCOUNT_ACTIVE) {
         ids();
         return verdict(out, KA_AUTH_ACCOUNT_SUSPENDED, KA_LOG_INFO,
                        "API key %.*s belongs to suspended account %.*s", KA_ID_TEXT_LEN, key_id,
                        KA_ID_TEXT_LEN, account_id);
     }
-    out->entitlement_rpm = account.entitlement_rpm;
+    out->entitlement_rpm = account->entitlement_rpm;
 
     for (size_t i = 0; i < n_scopes; i++) {
         std::string_view required(scopes[i].data, scopes[i].len);
@@ -165,10 +173,6 @@ void ka_format_account_id(const unsigned char *bin, char *out) {
 ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len) {
     try {
         std::unique_ptr<ka_edge_t> edge(new ka_edge_t());
-        if (!edge->sha.ready()) {
-            snprintf(err, err_len, "OpenSSL has no SHA-256");
-            return nullptr;
-        }
         std::string why;
         edge->store = keyauth::EdgeStore::open(path, why);
         if (!edge->store) {
@@ -196,6 +200,8 @@ int ka_edge_stale(ka_edge_t *edge, char *why, size_t why_len) {
     }
     return 1;
 }
+
+void ka_edge_idle(ka_edge_t *edge) { edge->store->release_if_idle(); }
 
 void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                           const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,

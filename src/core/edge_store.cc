@@ -145,8 +145,19 @@ bool EdgeStore::stale(std::string &why) const noexcept {
     return false;
 }
 
+bool EdgeStore::newest() const noexcept {
+    MDB_envinfo info;
+    return mdb_env_info(env_, &info) == 0 && info.me_last_txnid == mdb_txn_id(txn_);
+}
+
 int EdgeStore::begin() noexcept {
     if (map_lost_) return MDB_PANIC;
+    used_ = true;
+    if (active_) {
+        if (newest()) return 0;
+        mdb_txn_reset(txn_);
+        active_ = false;
+    }
     int rc = txn_ != nullptr ? mdb_txn_renew(txn_) : MDB_BAD_TXN;
     if (rc != 0) {
         // Start a fresh transaction handle: after MDB_MAP_RESIZED (keyauthd
@@ -163,14 +174,16 @@ int EdgeStore::begin() noexcept {
         rc = begin_read(env_, &txn_, map_lost_);
     }
     active_ = rc == 0;
+    generation_++;
     return rc;
 }
 
-void EdgeStore::end() noexcept {
-    if (active_) {
+void EdgeStore::release_if_idle() noexcept {
+    if (active_ && !used_) {
         mdb_txn_reset(txn_);
         active_ = false;
     }
+    used_ = false;
 }
 
 int EdgeStore::Snapshot::get(MDB_dbi dbi, const void *key, size_t len,

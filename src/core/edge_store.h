@@ -1,12 +1,16 @@
 // Read-only view of the LMDB environment for one nginx worker process: one
-// environment, one read transaction that is renewed for each request and
-// reset before the request moves on, so no snapshot outlives a request and a
-// write committed by keyauthd is visible to the very next request.
+// environment and one read transaction. A request keeps the transaction of
+// the request before it while that is still the newest committed snapshot
+// (one compare of transaction ids), and renews it as soon as the writer has
+// committed since, so a write by keyauthd is seen by the very next request
+// and an unchanged store costs no renew. release() resets the transaction;
+// the worker calls it when idle, so an old snapshot never pins pages for long.
 #pragma once
 
 #include <lmdb.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include <memory>
 #include <string>
@@ -31,16 +35,18 @@ public:
     // the writer), or LMDB lost the map when it tried to grow it.
     bool stale(std::string &why) const noexcept;
 
-    // A snapshot: begin() renews the transaction, the destructor resets it.
+    // The newest snapshot, for one request: what it reads stays valid until
+    // the next begin() or release(), so nothing is copied out.
     class Snapshot {
     public:
         explicit Snapshot(EdgeStore &store) noexcept : store_(store) {}
-        ~Snapshot() { store_.end(); }
         Snapshot(const Snapshot &) = delete;
         Snapshot &operator=(const Snapshot &) = delete;
 
         // 0 or an LMDB error code.
         int begin() noexcept { return store_.begin(); }
+        // Counts the snapshots this store has held: equal numbers, same data.
+        uint64_t generation() const noexcept { return store_.generation_; }
         // 0 (found), MDB_NOTFOUND or another LMDB error code.
         int get(MDB_dbi dbi, const void *key, size_t len, std::string_view &value) noexcept;
         // Calls fn(key, value) for every entry in key order; stops when fn
@@ -76,10 +82,15 @@ public:
     MDB_dbi plans() const noexcept { return plans_; }
     MDB_dbi meta() const noexcept { return meta_; }
 
+    // Resets the read transaction if no snapshot was begun since the last
+    // call: called once every half second by an idle-worker timer, it lets
+    // go of a snapshot within a second of its last use.
+    void release_if_idle() noexcept;
+
 private:
     EdgeStore() = default;
     int begin() noexcept;
-    void end() noexcept;
+    bool newest() const noexcept;
 
     // Identity of a file, to tell when the store was replaced under us.
     struct FileId {
@@ -88,7 +99,9 @@ private:
 
     MDB_env *env_ = nullptr;
     MDB_txn *txn_ = nullptr;  // reset between requests
-    bool active_ = false;
+    bool active_ = false;     // txn_ holds a snapshot (renewed, not reset)
+    bool used_ = false;       // a snapshot was begun since release_if_idle()
+    uint64_t generation_ = 0;
     bool map_lost_ = false;   // a failed remap left the environment unusable
     std::string path_;
     FileId data_id_, lock_id_;

@@ -11,9 +11,19 @@ namespace {
 constexpr char kAlphabet[] =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-bool is_base62(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-}
+// Digit value of each byte in kAlphabet, kNotBase62 for any other byte: the
+// alphabet check and the checksum's decoding in one lookup.
+constexpr unsigned char kNotBase62 = 0xff;
+struct DigitTable {
+    unsigned char value[256];
+    constexpr DigitTable() : value() {
+        for (int i = 0; i < 256; i++) value[i] = kNotBase62;
+        for (int i = 0; i < 62; i++) {
+            value[static_cast<unsigned char>(kAlphabet[i])] = static_cast<unsigned char>(i);
+        }
+    }
+};
+constexpr DigitTable kDigits;
 
 // Fixed-width base62 of a CRC32 (62^6 > 2^32), most significant digit first.
 void encode_checksum(uint32_t crc, char out[kChecksumChars]) {
@@ -34,15 +44,26 @@ bool secret_format_ok(std::string_view secret, std::string_view prefix) noexcept
     if (secret.size() != secret_length(prefix) || secret.substr(0, prefix.size()) != prefix) {
         return false;
     }
-    for (size_t i = prefix.size(); i < secret.size(); i++) {
-        if (!is_base62(secret[i])) {
-            return false;
-        }
+    // One pass over the random part: its alphabet and the CRC32 (zlib's table,
+    // byte by byte: cheaper than a crc32() call for these few bytes).
+    const auto *p = reinterpret_cast<const unsigned char *>(secret.data());
+    const z_crc_t *table = get_crc_table();
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < prefix.size(); i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    unsigned char bad = 0;  // the OR of all digit values: over 63 if one is not a digit
+    const size_t body = secret.size() - kChecksumChars;
+    for (size_t i = prefix.size(); i < body; i++) {
+        bad |= kDigits.value[p[i]];
+        crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
     }
-    char expected[kChecksumChars];
-    encode_checksum(checksum_of(secret.substr(0, secret.size() - kChecksumChars)), expected);
-    return secret.substr(secret.size() - kChecksumChars) ==
-           std::string_view(expected, kChecksumChars);
+    // The checksum digits decoded, rather than the CRC encoded: no division.
+    uint64_t sum = 0;
+    for (size_t i = body; i < secret.size(); i++) {
+        unsigned char d = kDigits.value[p[i]];
+        bad |= d;
+        sum = sum * 62 + d;
+    }
+    return (bad & 0xc0) == 0 && sum == (crc ^ 0xffffffffu);
 }
 
 std::string generate_secret(std::string_view prefix) {

@@ -75,6 +75,12 @@ void ka_edge_close(ka_edge_t *edge);
  * Two stat() calls: for a periodic check, not for every request. */
 int ka_edge_stale(ka_edge_t *edge, char *why, size_t why_len);
 
+/* Lets go of the worker's read snapshot if no request used it since the
+ * previous call: for a timer every KA_EDGE_IDLE_MSEC, so that a snapshot an
+ * idle worker holds pins the writer's old pages for at most twice that. */
+#define KA_EDGE_IDLE_MSEC  500
+void ka_edge_idle(ka_edge_t *edge);
+
 /*
  * Checks an Authorization header value (header == NULL: no header) against
  * the store and the required scopes (all of them are required).
