@@ -61,8 +61,9 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
               etcd-server etcd-client libcurl4-openssl-dev
+BENCH_PKGS := valgrind libnginx-mod-http-lua
 
-.PHONY: all help deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -103,8 +104,9 @@ help:
 	@echo "make soak         SOAK_SECONDS (600) of load with keys churning"
 	@echo "make clean        remove build/"
 
-deps:
-	@missing=$$(for p in $(APT_PKGS); do \
+# Installs the Debian packages of a list that are missing: quiet, idempotent.
+define apt_install
+	@missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	  done); \
 	if [ -n "$$missing" ]; then \
@@ -113,6 +115,15 @@ deps:
 	  apt-get update -qq >/dev/null && \
 	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(APT_PKGS))
+
+# The benchmark's peers and tools on top: valgrind for callgrind, and the
+# Lua module for the Kong-style peer (loaded only by the bench's own nginx).
+bench-deps: deps
+	$(call apt_install,$(BENCH_PKGS))
 
 module: $(MODULE)
 
@@ -271,7 +282,7 @@ soak: deps
 	@$(MAKE) --no-print-directory all
 	SOAK_SECONDS=$${SOAK_SECONDS:-600} prove -v soak/
 
-bench: deps
+bench: bench-deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # make bench: the keyauth edge against its peers, side by side, in one run.
-# One nginx (worker_processes 1, pinned to CPU 0) serves every configuration
-# on its own port; wrk (1 thread on CPU 1, keep-alive) measures each in
-# interleaved rounds; the table reports the median round. Loopback only.
+# One nginx (worker_processes 1, pinned to CPU 0) serves most configurations
+# on their own ports; the Lua peer and each large store get an nginx of their
+# own (also pinned to CPU 0). wrk (1 thread on CPU 1, keep-alive) measures
+# each in interleaved rounds; the table reports the median round, and each
+# contract line of DESIGN.md its ratio per round: median [min-max]. Then
+# bench/callgrind.sh counts instructions. Loopback only.
 #
-# Environment: ROUNDS (3), SECONDS_PER_RUN (5), CONNECTIONS (32), SCALE_KEYS (1000000)
+# Environment: ROUNDS (5), SECONDS_PER_RUN (5), CONNECTIONS (32),
+# SCALE_KEYS ("1000000 10000000"), CALLGRIND (1; 0 skips it)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 SECS=${SECONDS_PER_RUN:-5}
 CONNS=${CONNECTIONS:-32}
-SCALE_KEYS=${SCALE_KEYS:-1000000}
+SCALE_KEYS=${SCALE_KEYS:-1000000 10000000}
 W=$(mktemp -d /tmp/keyauth-bench-XXXXXX)
 [ -n "${BENCH_KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
 CTL="$ROOT/build/keyauthctl"
@@ -33,9 +37,25 @@ UNKNOWN=$("$CTL" --db "$W/other" --json account create --name x --entitlement 1 
     | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p' > "$W/keys-1k.txt"
 echo "$KEY" >> "$W/keys-1k.txt"
 
-DB_BIG=$W/db-big; B=$(account "$DB_BIG")
-"$CTL" --db "$DB_BIG" key create --account "$B" --name big --scope ip:read --rate 10000000 --count "$SCALE_KEYS" \
-    | sed -n 's/^secret (shown once): //p' | awk 'NR % 20 == 1' > "$W/keys-big.txt"
+# The large stores, made as an operator would (keyauthctl --count); their
+# bulk creation rate and bytes a key on disk are figures of their own. wrk
+# draws from a uniform sample of about 200,000 of each store's keys.
+: > "$W/scale.txt"
+for n in $SCALE_KEYS; do
+    db=$W/db-$n; acc=$(account "$db")
+    echo "creating $n keys ..." >&2
+    t0=$(date +%s.%N)
+    "$CTL" --db "$db" key create --account "$acc" --name big --scope ip:read --rate 10000000 --count "$n" \
+        | sed -n 's/^secret (shown once): //p' | awk -v every=$(( n > 200000 ? n / 200000 : 1 )) '(NR - 1) % every == 0' \
+        > "$W/keys-$n.txt"
+    t1=$(date +%s.%N)
+    pages=$(mdb_stat -e "$db" | awk '/Number of pages used/ {print $5}')
+    free=$(mdb_stat -ef "$db" | awk '/Free pages:/ {print $3}')
+    psize=$(mdb_stat -e "$db" | awk '/Page size/ {print $3}')
+    awk -v n="$n" -v t="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" -v p="$pages" -v f="$free" -v s="$psize" 'BEGIN {
+        printf "%d keys: created in %.1f s (%.0f keys/s); %.0f bytes a key on disk (%.0f in tables, %.0f free pages)\n",
+               n, t, n / t, p * s / n, (p - f) * s / n, f * s / n }' >> "$W/scale.txt"
+done
 
 # nginx's own peer: a map of 1000 static keys + limit_req keyed on the header
 {
@@ -45,8 +65,8 @@ DB_BIG=$W/db-big; B=$(account "$DB_BIG")
     echo '}'
 } > "$W/native-map.conf"
 
-P_RET=$(port); P_KA=$(port); P_NAT=$(port); P_AR=$(port); P_VER=$(port); P_PL=$(port); P_ST=$(port); P_BIG=$(port)
-P_NOLIM=$(port); P_GIF=$(port)
+P_RET=$(port); P_KA=$(port); P_NAT=$(port); P_AR=$(port); P_VER=$(port); P_PL=$(port); P_ST=$(port)
+P_NOLIM=$(port); P_GIF=$(port); P_LUA=$(port)
 mkdir -p "$W/logs" "$W/html"
 
 cat > "$W/nginx.conf" <<CONF
@@ -91,35 +111,82 @@ http {
         root $W/html; location / { default_type application/json; } }
 }
 CONF
-# one keyauth_db per nginx: the big store gets a second nginx of its own
-cat > "$W/nginx-big.conf" <<CONF
+# One keyauth_db per nginx: each large store gets an nginx of its own, and
+# so does the same check with no keyauth_zone (no rate limit).
+small_nginx() { # name db port [zone line]
+    cat > "$W/nginx-$1.conf" <<CONF
 load_module $ROOT/build/ngx_http_keyauth_module.so;
 $( [ "$(id -u)" = 0 ] && echo "user root root;" )
 worker_processes 1;
 worker_cpu_affinity 01;
-error_log $W/logs/error-big.log warn;
-pid $W/nginx-big.pid;
+error_log $W/logs/error-$1.log warn;
+pid $W/nginx-$1.pid;
 events { worker_connections 4096; }
 http {
     access_log off;
     client_body_temp_path $W/tmp;
-    keyauth_db $DB_BIG;
-    keyauth_zone rates:64m;
-    server { listen 127.0.0.1:$P_BIG;
+    keyauth_db $2;
+    ${4:-}
+    server { listen 127.0.0.1:$3;
         location / { keyauth on; keyauth_scope ip:read; empty_gif; } }
 }
 CONF
+    EXTRA+=("$1")
+}
+EXTRA=()
+declare -A P_SCALE
+for n in $SCALE_KEYS; do P_SCALE[$n]=$(port); small_nginx "big-$n" "$W/db-$n" "${P_SCALE[$n]}" "keyauth_zone rates:64m;"; done
+small_nginx nolim "$DB" "$P_NOLIM"
 
-# and one without keyauth_zone: the same check with no rate limit
-sed -e "s|$DB_BIG|$DB|" -e "s|nginx-big.pid|nginx-nolim.pid|" -e "s|error-big.log|error-nolim.log|" \
-    -e "s|listen 127.0.0.1:$P_BIG;|listen 127.0.0.1:$P_NOLIM;|" -e "/keyauth_zone/d" \
-    "$W/nginx-big.conf" > "$W/nginx-nolim.conf"
+# A Kong-style Lua peer (key-auth + rate-limiting, "local" policy): keys in a
+# lua_shared_dict (plain, as Kong's key-auth stores them by default), the
+# scope checked, a per-key counter per minute window with RateLimit headers.
+cat > "$W/nginx-lua.conf" <<CONF
+load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
+$( [ "$(id -u)" = 0 ] && echo "user root root;" )
+worker_processes 1;
+worker_cpu_affinity 01;
+error_log $W/logs/error-lua.log warn;
+pid $W/nginx-lua.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $W/tmp;
+    lua_shared_dict api_keys 16m;
+    lua_shared_dict rate_counters 16m;
+    init_by_lua_block {
+        local keys = ngx.shared.api_keys
+        for line in io.lines("$W/keys-1k.txt") do keys:set(line, "ip:read 10000000") end
+    }
+    server { listen 127.0.0.1:$P_LUA;
+        location / {
+            access_by_lua_block {
+                local h = ngx.var.http_authorization
+                local key = h and h:match("^%s*[Bb][Ee][Aa][Rr][Ee][Rr]%s+(%S+)%s*$")
+                if not key then return ngx.exit(401) end
+                local v = ngx.shared.api_keys:get(key)
+                if not v then return ngx.exit(401) end
+                local scopes, limit = v:match("^(%S+) (%d+)$")
+                if scopes ~= "ip:read" then return ngx.exit(403) end
+                limit = tonumber(limit)
+                local now = ngx.now()
+                local used = ngx.shared.rate_counters:incr(key .. ":" .. math.floor(now / 60), 1, 0, 61)
+                if used > limit then return ngx.exit(429) end
+                ngx.header["RateLimit-Policy"] = '"per-key";q=' .. limit .. ';w=60'
+                ngx.header["RateLimit"] = '"per-key";r=' .. (limit - used) .. ';t=' .. math.ceil(60 - now % 60)
+            }
+            empty_gif;
+        }
+    }
+}
+CONF
+EXTRA+=(lua)
 
 nginx -p "$W" -c "$W/nginx.conf" -e "$W/logs/error.log"
-nginx -p "$W" -c "$W/nginx-big.conf" -e "$W/logs/error-big.log"
-nginx -p "$W" -c "$W/nginx-nolim.conf" -e "$W/logs/error-nolim.log" 2>/dev/null
-[ -n "${BENCH_KEEP:-}" ] || trap 'for c in nginx nginx-big nginx-nolim; do nginx -p "$W" -c "$W/$c.conf" -s stop 2>/dev/null || true; done; rm -rf "$W"' EXIT
-sleep 0.5
+for c in "${EXTRA[@]}"; do nginx -p "$W" -c "$W/nginx-$c.conf" -e "$W/logs/error-$c.log"; done
+[ -n "${BENCH_KEEP:-}" ] || trap 'for c in "" "${EXTRA[@]/#/-}"; do nginx -p "$W" -c "$W/nginx$c.conf" -s stop 2>/dev/null || true; done; rm -rf "$W"' EXIT
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$P_LUA/" && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$P_PL/api/plans" > "$W/html/plans.json"
 
 check() { # name expected-status url [curl args]
@@ -135,11 +202,14 @@ add "empty_gif, no auth"           "http://127.0.0.1:$P_GIF/v1/ip/8.8.8.8"
 add "keyauth: key+scope+limit"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
 add "keyauth: key+scope, no limit" "http://127.0.0.1:$P_NOLIM/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
+add "Lua peer (Kong-style)"       "http://127.0.0.1:$P_LUA/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "auth_request to verifier"    "http://127.0.0.1:$P_AR/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
 add "/api/plans"                  "http://127.0.0.1:$P_PL/api/plans"
 add "static file, same bytes"     "http://127.0.0.1:$P_ST/plans.json"
 add "keyauth, 1k keys, random"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "" "$W/keys-1k.txt"
-add "keyauth, ${SCALE_KEYS} keys, random" "http://127.0.0.1:$P_BIG/v1/ip/8.8.8.8" "" "$W/keys-big.txt"
+for n in $SCALE_KEYS; do
+    add "keyauth, $n keys, random" "http://127.0.0.1:${P_SCALE[$n]}/v1/ip/8.8.8.8" "" "$W/keys-$n.txt"
+done
 add "unknown key (401)"           "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $UNKNOWN" "" 401
 add "garbage key (401)"           "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer ka_garbage" "" 401
 add "over the limit (429)"        "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $SLOW" "" 429
@@ -192,9 +262,34 @@ for n in "${NAMES[@]}"; do
     read -r rps p50 p99 <<<"${MED[$n]}"
     printf '| %-32s | %10.0f | %8s | %8s | %10s |\n' "$n" "$rps" "$p50" "$p99" "$(ratio "$rps" "$base")"
 done
-k=$(cut -d' ' -f1 <<<"${MED["keyauth: key+scope+limit"]}")
+# A contract line: the ratio of two configurations' req/s, round by round
+# (they ran side by side in each round): median [min-max] against the floor.
+contract() { # label a b floor
+    local r
+    r=$(paste -d' ' <(tr ';' '\n' <<<"${RES[$2]}" | grep . | cut -d' ' -f1) \
+                    <(tr ';' '\n' <<<"${RES[$3]}" | grep . | cut -d' ' -f1) |
+        awk '{print $1 / $2}' | sort -g |
+        awk '{a[NR]=$1} END {printf "%.2f [%.2f-%.2f]", a[int((NR+1)/2)], a[1], a[NR]}')
+    printf '| %-44s | %-18s | %6s | %-4s |\n' "$1" "$r" "$4" \
+        "$(awk -v m="${r%% *}" -v f="$4" 'BEGIN {print (m >= f) ? "met" : "NOT"}')"
+}
 echo
-echo "keyauth / nginx map+limit_req:   $(ratio "$k" "$(cut -d' ' -f1 <<<"${MED["nginx map + limit_req"]}")")"
-echo "keyauth / auth_request:          $(ratio "$k" "$(cut -d' ' -f1 <<<"${MED["auth_request to verifier"]}")")"
-echo "/api/plans / static file:        $(ratio "$(cut -d' ' -f1 <<<"${MED["/api/plans"]}")" "$(cut -d' ' -f1 <<<"${MED["static file, same bytes"]}")")"
-echo "${SCALE_KEYS} keys / 1k keys:    $(ratio "$(cut -d' ' -f1 <<<"${MED["keyauth, ${SCALE_KEYS} keys, random"]}")" "$(cut -d' ' -f1 <<<"${MED["keyauth, 1k keys, random"]}")")"
+printf '| %-44s | %-18s | %6s | %-4s |\n' "contract line (req/s ratio)" "median [min-max]" "floor" ""
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..46})" "--------------------" "--------" "------"
+K="keyauth: key+scope+limit"
+contract "keyauth / same location without auth"  "$K" "empty_gif, no auth" 0.95
+contract "keyauth / nginx map + limit_req"      "$K" "nginx map + limit_req" 1.0
+contract "keyauth / Lua peer (Kong-style)"      "$K" "Lua peer (Kong-style)" 1.5
+contract "keyauth / auth_request"               "$K" "auth_request to verifier" 10
+contract "/api/plans / static file"             "/api/plans" "static file, same bytes" 0.9
+for n in $SCALE_KEYS; do
+    floor=$([ "$n" -ge 10000000 ] && echo 0.75 || echo 0.85)
+    contract "$n keys / 1k keys (random keys)" "keyauth, $n keys, random" "keyauth, 1k keys, random" "$floor"
+done
+echo
+cat "$W/scale.txt"
+
+if [ "${CALLGRIND:-1}" != 0 ]; then
+    echo
+    "$ROOT/bench/callgrind.sh"
+fi

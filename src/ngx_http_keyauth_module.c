@@ -219,6 +219,10 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
     tp = ngx_timeofday();
     now_ms = (int64_t) tp->sec * 1000 + tp->msec;
 
+    /* again after an internal redirect: the variables follow the new answer */
+    ctx->key_id_text_set = 0;
+    ctx->account_id_text_set = 0;
+
     ka_edge_authenticate(ngx_http_keyauth_edge(r->connection->log),
                          value ? (const char *) value->data : NULL,
                          value ? value->len : 0,

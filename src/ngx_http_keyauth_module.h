@@ -44,6 +44,14 @@ typedef struct {
      * try_files) authenticates again for the new location's scopes but
      * does not charge again */
     unsigned                  rate_checked:1;
+    /* the $keyauth_* values, formatted on first use: a log format or
+     * proxy_set_header may read them many times */
+    unsigned                  key_id_text_set:1;
+    unsigned                  account_id_text_set:1;
+    u_char                    key_id_text[KA_ID_TEXT_LEN];
+    u_char                    account_id_text[KA_ID_TEXT_LEN];
+    u_char                    remaining_text[NGX_INT32_LEN];
+    size_t                    remaining_len;      /* 0: not yet formatted */
 } ngx_http_keyauth_ctx_t;
 
 

@@ -1,6 +1,8 @@
 /*
  * The $keyauth_* variables: the key id, account id and display prefix of the
  * request's key and the requests its rate still admits. Never the secret.
+ * Not cacheable (a value read before the access phase must not stick), but
+ * each is formatted once a request, into the request's context.
  */
 
 #include "ngx_http_keyauth_variables.h"
@@ -78,7 +80,6 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         break;
 
     case NGX_HTTP_KEYAUTH_VAR_KEY_ID:
-    case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
         /* only for an accepted key: with "satisfy any" a refused key's
          * account must not reach the upstream as if it had passed */
         if (ctx->auth.verdict != KA_AUTH_OK) {
@@ -86,19 +87,29 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        v->data = ngx_pnalloc(r->pool, KA_ID_TEXT_LEN);
-        if (v->data == NULL) {
-            return NGX_ERROR;
+        if (!ctx->key_id_text_set) {
+            ka_format_key_id(ctx->auth.key_id_bin, (char *) ctx->key_id_text);
+            ctx->key_id_text_set = 1;
         }
 
         v->len = KA_ID_TEXT_LEN;
+        v->data = ctx->key_id_text;
+        break;
 
-        if (data == NGX_HTTP_KEYAUTH_VAR_KEY_ID) {
-            ka_format_key_id(ctx->auth.key_id_bin, (char *) v->data);
-        } else {
-            ka_format_account_id(ctx->auth.account_id_bin, (char *) v->data);
+    case NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID:
+        if (ctx->auth.verdict != KA_AUTH_OK) {
+            v->len = 0;
+            break;
         }
 
+        if (!ctx->account_id_text_set) {
+            ka_format_account_id(ctx->auth.account_id_bin,
+                                 (char *) ctx->account_id_text);
+            ctx->account_id_text_set = 1;
+        }
+
+        v->len = KA_ID_TEXT_LEN;
+        v->data = ctx->account_id_text;
         break;
 
     default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */
@@ -107,12 +118,15 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        v->data = ngx_pnalloc(r->pool, NGX_INT32_LEN);
-        if (v->data == NULL) {
-            return NGX_ERROR;
+        /* the key is charged once a request, so this is formatted once */
+        if (ctx->remaining_len == 0) {
+            ctx->remaining_len = ngx_sprintf(ctx->remaining_text, "%uD",
+                                             ctx->rate.remaining)
+                                 - ctx->remaining_text;
         }
 
-        v->len = ngx_sprintf(v->data, "%uD", ctx->rate.remaining) - v->data;
+        v->len = ctx->remaining_len;
+        v->data = ctx->remaining_text;
         break;
     }
 
