@@ -211,4 +211,34 @@ subtest 'lock.mdb deleted, then a key revoked: the revocation still applies' => 
     is_deeply [grep { $_ != 401 } @after], [], 'a second after the revocation, every request is refused';
 };
 
+subtest 'kill -9 of keyauthctl in a bulk create: all of its transaction or none' => sub {
+    my $t = KeyauthTest->new;
+    my $acc = $t->account(max_keys => 10_000_000);
+    my $old = $t->key(account => $acc->{id});
+    start_edge($t);
+    ok settles_to($t, $old->{secret}, 200), 'a key made before works';
+    # 200,000 keys are one LMDB transaction (up to a million are): killed
+    # while it builds it, nothing is committed; if it was faster than the
+    # kill, all of it is. Either way the store reads correctly.
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', '/dev/null';
+        exec $t->{ctl}, $t->store_args, 'key', 'create', '--account', $acc->{id}, '--name', 'bulk',
+             '--scope', 'ip:read', '--rate', 5, '--count', 200_000;
+        POSIX::_exit(127);
+    }
+    wait_until(sub { -e "/proc/$pid/status" && `grep VmRSS /proc/$pid/status` =~ /(\d+)/ && $1 > 50_000 },
+               30, 'keyauthctl to be building its transaction');
+    kill 'KILL', $pid;
+    waitpid $pid, 0;
+    my ($n) = `mdb_stat -s keys_by_hash '${\ $t->db }'` =~ /Entries: (\d+)/;
+    ok defined $n && ($n == 1 || $n == 200_001), "all or none of the bulk create: @{[ $n // '?' ]} keys";
+    my @bad = grep { $_->{level} ne 'ok' } @{ $t->ctl('doctor')->{findings} };
+    is_deeply \@bad, [], 'keyauthctl doctor finds nothing wrong';
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $old->{secret}")->{status}, 200,
+        'the edge still authenticates the key made before';
+    my $new = $t->key(account => $acc->{id});
+    ok settles_to($t, $new->{secret}, 200), 'and one made after the kill';
+};
+
 done_testing;
