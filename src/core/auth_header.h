@@ -12,7 +12,8 @@ enum class BearerParse {
     kMalformed,  // Bearer with more than one token
 };
 
-// Never allocates; token points into header.
+// Never allocates; token points into header, and is meaningful only when
+// kFound is returned.
 BearerParse parse_bearer(std::string_view header, std::string_view &token) noexcept;
 
 }  // namespace keyauth
