@@ -25,6 +25,9 @@ static ngx_msec_t   ngx_http_keyauth_next_open;
 static ngx_msec_t   ngx_http_keyauth_next_check;
 static u_char      *ngx_http_keyauth_db_path;
 static ngx_event_t   ngx_http_keyauth_idle_event;
+/* a timer's data is read as a connection by nginx's debug log
+ * (ngx_event_ident): this one has no descriptor */
+static ngx_connection_t  ngx_http_keyauth_idle_conn;
 
 
 static void ngx_http_keyauth_idle_timer(ngx_event_t *ev);
@@ -53,6 +56,8 @@ ngx_http_keyauth_store_init_process(ngx_cycle_t *cycle)
     /* opened here, not in the master: LMDB handles do not survive fork */
     (void) ngx_http_keyauth_edge(cycle->log);
 
+    ngx_http_keyauth_idle_conn.fd = (ngx_socket_t) -1;
+    ngx_http_keyauth_idle_event.data = &ngx_http_keyauth_idle_conn;
     ngx_http_keyauth_idle_event.handler = ngx_http_keyauth_idle_timer;
     ngx_http_keyauth_idle_event.log = cycle->log;
     ngx_http_keyauth_idle_event.cancelable = 1;
