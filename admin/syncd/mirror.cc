@@ -175,6 +175,12 @@ std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
         map_size = std::max(map_size, static_cast<size_t>(info.me_mapsize));
     }
     rb->store_ = std::make_unique<LmdbBackend>(dir, map_size);
+    // Nobody reads the rebuild until it is swapped in, and a crash leaves a
+    // leftover that is removed, never used: its page-sized commits need no
+    // fsync each (a thousand of them a million keys), only one before the swap.
+    if (int rc = mdb_env_set_flags(rb->store_->env(), MDB_NOSYNC, 1); rc != 0) {
+        fail(std::string("cannot set MDB_NOSYNC on the rebuild: ") + mdb_strerror(rc));
+    }
     for (const char *file : {"/data.mdb", "/lock.mdb"}) {
         if (exists(path_ + file)) copy_access(path_ + file, dir + file);
     }
@@ -185,7 +191,11 @@ void Mirror::finish_rebuild(std::unique_ptr<Rebuild> rb, const MirrorMark &mark)
     {
         WriteTxn txn(rb->store_->env());
         write_mark(txn.handle(), rb->store_->tables(), mark);
-        txn.commit();  // fsync: the new store is complete on disk before it is swapped in
+        txn.commit();
+    }
+    // the new store is complete on disk before it is swapped in
+    if (int rc = mdb_env_sync(rb->store_->env(), 1); rc != 0) {
+        fail(std::string("cannot sync the rebuilt store: ") + mdb_strerror(rc));
     }
     rb->store_.reset();  // closed before it becomes the live store
 
