@@ -40,6 +40,7 @@ conf() { # location body [access_log line] [keyauth_db line]
     local log=${2:-access_log off;} db=${3-keyauth_db $W/db;}
     cat > "$W/nginx.conf" <<CONF
 load_module $ROOT/build/ngx_http_keyauth_module.so;
+${MAIN_EXTRA:-}
 daemon off;
 master_process off;
 error_log $W/logs/error.log warn;
@@ -50,6 +51,7 @@ http {
     keepalive_requests 1000000;
     $db
     keyauth_zone rates:1m;
+    ${HTTP_EXTRA:-}
     server { listen 127.0.0.1:$PORT; location / { $1 } }
 }
 CONF
@@ -105,6 +107,26 @@ echo "  keyauth + scope + limit + gif:  $ka"
 echo "  added by keyauth:               $((ka - gif)) ($(awk -v a="$ka" -v b="$gif" 'BEGIN {printf "%.1f", 100 * (a - b) / b}')% over empty_gif; contract: at most 5000)"
 cold=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;' "@$W/keys-1k.txt")
 echo "  the same, 1,000 keys in turn:   $cold ($((cold - gif)) added: every key read from LMDB)"
+
+# The peers doing the same job, counted the same way (bench/run.sh has the
+# same two configurations): throughput tells little once wrk is the
+# bottleneck, instructions still do.
+HTTP_EXTRA="map_hash_bucket_size 128;
+    map \$http_authorization \$native_key { default \"\"; \"Bearer $KEY\" k1; }
+    limit_req_zone \$native_key zone=native:1m rate=10000000r/m;"
+native=$(per_request 'if ($native_key = "") { return 401; } limit_req zone=native burst=1000000 nodelay; empty_gif;')
+HTTP_EXTRA=
+if [ -e /usr/lib/nginx/modules/ngx_http_lua_module.so ]; then
+    MAIN_EXTRA="load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;"
+    HTTP_EXTRA="lua_shared_dict api_keys 1m; lua_shared_dict rate_counters 1m;
+    init_by_lua_block { ngx.shared.api_keys:set(\"$KEY\", \"ip:read 10000000\") }"
+    lua=$(per_request "access_by_lua_file $ROOT/bench/lua_peer.lua; empty_gif;")
+    MAIN_EXTRA= HTTP_EXTRA=
+fi
+echo "the peers, instructions per request, and theirs / keyauth's (over 1: keyauth does less):"
+echo "  nginx map + limit_req + gif:    $native ($(awk -v a="$ka" -v b="$native" 'BEGIN {printf "%.2f", b / a}'))"
+[ -n "${lua:-}" ] && echo "  Lua peer (Kong-style) + gif:    $lua ($(awk -v a="$ka" -v b="$lua" 'BEGIN {printf "%.2f", b / a}'))"
 
 kloc='keyauth on; keyauth_scope ip:read; empty_gif;'
 unknown=$(per_request "$kloc" "$UNKNOWN")
