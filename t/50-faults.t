@@ -223,9 +223,8 @@ subtest 'kill -9 of keyauthctl in a bulk create: all of its transaction or none'
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         open STDOUT, '>', '/dev/null';
-        exec $t->{ctl}, $t->store_args, 'key', 'create', '--account', $acc->{id}, '--name', 'bulk',
-             '--scope', 'ip:read', '--rate', 5, '--count', 200_000;
-        POSIX::_exit(127);
+        exec($t->{ctl}, $t->store_args, 'key', 'create', '--account', $acc->{id}, '--name', 'bulk',
+             '--scope', 'ip:read', '--rate', 5, '--count', 200_000) or POSIX::_exit(127);
     }
     wait_until(sub { -e "/proc/$pid/status" && `grep VmRSS /proc/$pid/status` =~ /(\d+)/ && $1 > 50_000 },
                30, 'keyauthctl to be building its transaction');
