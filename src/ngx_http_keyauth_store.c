@@ -74,9 +74,10 @@ ngx_http_keyauth_idle_timer(ngx_event_t *ev)
         ka_edge_idle(ngx_http_keyauth_edge_handle);
     }
 
-    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
-        ngx_add_timer(ev, KA_EDGE_IDLE_MSEC);
-    }
+    /* also while a worker finishes its requests after a reload: it must
+     * not pin old pages until its last connection ends; being cancelable,
+     * the timer does not hold the exit up */
+    ngx_add_timer(ev, KA_EDGE_IDLE_MSEC);
 }
 
 

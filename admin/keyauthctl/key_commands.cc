@@ -32,10 +32,12 @@ int key_create(keyauth::Store &store, const Args &a) {
     size_t left = count ? parse_u32(*count, "--count") : 1;
     if (left < 1 || left > 10'000'000) throw UsageError("--count must be from 1 to 10000000");
     const keyauth::Actor actor = operator_actor();
+    // read before the write: nothing may fail between a commit and its secret's printing
+    const uint32_t ent = entitlement_of(store, account);
     if (!count) {
         auto made = store.create_keys(account, spec, 1, actor);
         std::string text;
-        json j = with_secret(made.front(), entitlement_of(store, account), store.now(), text);
+        json j = with_secret(made.front(), ent, store.now(), text);
         print(a.as_json, j, text);
         return 0;
     }
@@ -53,19 +55,20 @@ int key_create(keyauth::Store &store, const Args &a) {
         std::cout.flush();
     };
     try {
-        const uint32_t ent = entitlement_of(store, account);
         while (left > 0) {
             size_t batch = std::min({left, store.max_keys_per_write(), kMaxKeysPerTxn});
             auto made = store.create_keys(account, spec, batch, actor);
             left -= batch;
-            std::string out;
+            // each key written as it is formatted: no batch-sized buffer to fail on
             for (const auto &k : made) {
                 std::string text;
                 json j = with_secret(k, ent, store.now(), text);
-                if (a.as_json) out += (made_total++ ? ",\n" : "\n") + j.dump();
-                else out += text, made_total++;
+                if (a.as_json) std::cout << (made_total ? ",\n" : "\n") << j.dump();
+                else std::cout << text;
+                made_total++;
             }
-            std::cout << out;
+            std::cout.flush();
+            if (!std::cout) throw std::runtime_error("cannot write the new keys' secrets to standard output");
         }
     } catch (...) {
         close();
@@ -74,6 +77,7 @@ int key_create(keyauth::Store &store, const Args &a) {
         throw;
     }
     close();
+    if (!std::cout) throw std::runtime_error("cannot write the new keys' secrets to standard output");
     return 0;
 }
 
