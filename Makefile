@@ -16,7 +16,7 @@ CXXSTD     := -std=c++17
 WARN       := -Wall -Wextra -Werror
 # Every library with a pkg-config file is asked for its flags (gtest's
 # defines included). Boost (Beast, Asio) is header-only and has none.
-PKGS       := lmdb libcrypto zlib nlohmann_json libcurl
+PKGS       := lmdb libcrypto zlib nlohmann_json libcurl hiredis
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS       := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 GTEST_CFLAGS := $(shell pkg-config --cflags gtest_main 2>/dev/null)
@@ -60,7 +60,7 @@ NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
 APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
-              etcd-server etcd-client libcurl4-openssl-dev
+              etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev
 BENCH_PKGS := valgrind libnginx-mod-http-lua
 
 .PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges fuzz fuzz-short clean

@@ -14,6 +14,7 @@
 #include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_scrub.h"
+#include "ngx_http_keyauth_shared.h"
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_store.h"
 #include "ngx_http_keyauth_usage.h"
@@ -85,6 +86,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
     { ngx_string("keyauth_usage_interval"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_keyauth_usage_interval,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_shared_limits"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1234,
+      ngx_http_keyauth_shared_limits,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -554,6 +562,7 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
      *     conf->stats_zone = NULL;
      *     conf->db_needed_by = NULL;
      *     conf->usage_db = { 0, NULL };
+     *     conf->shared = NULL;
      */
 
     conf->usage_interval = NGX_CONF_UNSET_MSEC;
@@ -614,6 +623,15 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
 
     kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
 
+    /* it shares the rate states of keyauth_zone: without them, nothing */
+    if (kmcf->shared && (kmcf->shm_zone == NULL || kmcf->db_path.data == NULL))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"keyauth_shared_limits\" needs \"keyauth_db\" "
+                           "and \"keyauth_zone\" in the http block");
+        return NGX_ERROR;
+    }
+
     if (kmcf->db_path.data == NULL) {
         if (kmcf->db_needed_by) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -671,13 +689,18 @@ ngx_http_keyauth_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    return ngx_http_keyauth_usage_init_process(cycle);
+    if (ngx_http_keyauth_usage_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_keyauth_shared_init_process(cycle);
 }
 
 
 static void
 ngx_http_keyauth_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_keyauth_shared_exit_process(cycle);
     ngx_http_keyauth_usage_exit_process(cycle);
     ngx_http_keyauth_store_exit_process(cycle);
 }

@@ -11,6 +11,9 @@
 #include "core/keyauth_core.h"
 
 
+typedef struct ngx_http_keyauth_shared_conf_s  ngx_http_keyauth_shared_conf_t;
+
+
 typedef struct {
     ngx_str_t                 db_path;     /* NUL-terminated */
     ngx_shm_zone_t           *shm_zone;    /* keyauth_zone: rates and usage */
@@ -19,15 +22,33 @@ typedef struct {
     ngx_str_t                 usage_db;    /* NUL-terminated; unset: db_path
                                               ".usage"; len 0: off */
     ngx_msec_t                usage_interval;
+    ngx_http_keyauth_shared_conf_t *shared; /* keyauth_shared_limits */
 } ngx_http_keyauth_main_conf_t;
 
 
+/* The exchange of keyauth_shared_limits, as keyauth_status shows it. */
+typedef struct {
+    ngx_atomic_t              up;          /* the last exchange worked */
+    ngx_atomic_t              exchanges;
+    ngx_atomic_t              failures;
+    ngx_atomic_t              published;   /* key counts sent */
+    ngx_atomic_t              folded;      /* other edges' key counts charged */
+    ngx_atomic_t              bad_entries;
+    ngx_atomic_t              bytes_sent;
+    ngx_atomic_t              bytes_received;
+} ngx_http_keyauth_shared_stats_t;
+
+
 /* What keyauth_zone holds (its slab pool's data): the rate table, the usage
- * table, and counters of the usage collection. */
+ * table, counters of the usage collection, and this edge's id and counters
+ * for keyauth_shared_limits (the id lives as long as the zone: a reload
+ * keeps it, so the edge does not read its own entries as another's). */
 typedef struct {
     void                     *rate;
     void                     *usage;
     ngx_atomic_t              usage_flush_errors;
+    uint64_t                  edge_id;
+    ngx_http_keyauth_shared_stats_t  shared;
 } ngx_http_keyauth_zone_t;
 
 

@@ -101,6 +101,9 @@ ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_ERROR;
     }
 
+    /* this edge's tag in keyauth_shared_limits' stream */
+    zone->edge_id = ka_random_u64();
+
     /* then the pages still free, shared so that both tables hold as many
      * keys: a key's rate state and its usage slot */
     size = shpool->pfree * ngx_pagesize;
@@ -157,7 +160,8 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     zone = kmcf->shm_zone->data;
     now_ns = ka_monotonic_ns();
 
-    ka_rate_check(zone->rate, &ctx->auth, now_ns, &lock, &ctx->rate);
+    ka_rate_check(zone->rate, &ctx->auth, now_ns, kmcf->shared != NULL, &lock,
+                  &ctx->rate);
     ctx->rate_checked = 1;
 
     /* usage is counted where the decision is made; collected elsewhere */

@@ -1,5 +1,6 @@
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_shared.h"
 #include "ngx_http_keyauth_shm.h"
 
 
@@ -99,6 +100,10 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
     size = 512 + NGX_HTTP_KEYAUTH_OUTCOMES * (64 + NGX_ATOMIC_T_LEN)
            + 1536 + 5 * NGX_INT64_LEN;
 
+    if (kmcf->shared) {
+        size += NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN;
+    }
+
     body.data = ngx_pnalloc(r->pool, size);
     if (body.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -146,6 +151,10 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
                 ka_usage_table_slots(zone->usage),
                 (uint64_t) ka_usage_table_drops(zone->usage),
                 zone->usage_flush_errors);
+
+        if (kmcf->shared) {
+            p = ngx_http_keyauth_shared_status(p, zone);
+        }
     }
 
     body.len = p - body.data;

@@ -72,6 +72,30 @@ my @bad = (
     ['empty keyauth_db',
      "keyauth_db \"\";",
      qr/empty path in "keyauth_db"/],
+    ['keyauth_shared_limits takes a redis:// address',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits http://127.0.0.1:6379;",
+     qr/invalid "keyauth_shared_limits" address: expected redis:\/\/\[\[user\]:password\@\]host\[:port\] in \S+test\.conf:6/],
+    ['keyauth_shared_limits refuses a database number rather than ignore it',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://127.0.0.1:6379/2;",
+     qr/no path or database number after host:port/],
+    ['keyauth_shared_limits: user:password before @',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://secretword\@127.0.0.1;",
+     qr/the part before '\@' must be \[user\]:password/],
+    ['keyauth_shared_limits: an interval in bounds',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://127.0.0.1 interval=10ms;",
+     qr/invalid "keyauth_shared_limits" parameter "interval=10ms": expected 50ms to 5000ms/],
+    ['keyauth_shared_limits: an unknown parameter',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://127.0.0.1 tls=on;",
+     qr/invalid "keyauth_shared_limits" parameter "tls=on": expected interval=, timeout= or key=/],
+    ['keyauth_shared_limits: a parameter twice',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://127.0.0.1 timeout=1s timeout=2s;",
+     qr/duplicate "keyauth_shared_limits" parameter "timeout=2s"/],
+    ['keyauth_shared_limits needs keyauth_zone',
+     "keyauth_db $db;\nkeyauth_shared_limits redis://127.0.0.1:6379;",
+     qr/"keyauth_shared_limits" needs "keyauth_db" and "keyauth_zone" in the http block/],
+    ['keyauth_shared_limits twice',
+     "keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://127.0.0.1;\nkeyauth_shared_limits redis://127.0.0.1;",
+     qr/"keyauth_shared_limits" directive is duplicate/],
 );
 
 for my $case (@bad) {
@@ -89,6 +113,14 @@ is $rc, 0, 'a valid configuration passes nginx -t' or diag $out;
                       . "location = /api/plans { keyauth_plans; }\n"
                       . "location ^~ /api/plans/ { keyauth_plans; } }");
 is $rc, 0, 'keyauth_plans in exact-match and ^~ prefix locations passes nginx -t' or diag $out;
+
+($rc, $out) = nginx_t("keyauth_db $db;\nkeyauth_zone k:1m;\n"
+                      . "keyauth_shared_limits redis://edge:pa\@ss\@127.0.0.1:6380 interval=100ms timeout=2s key=fleet:a;");
+is $rc, 0, 'keyauth_shared_limits with user, password (an @ in it), port and every parameter passes nginx -t' or diag $out;
+($rc, $out) = nginx_t("keyauth_db $db;\nkeyauth_zone k:1m;\nkeyauth_shared_limits redis://:secretword\@no-such-host.invalid;");
+isnt $rc, 0, 'keyauth_shared_limits: a host that does not resolve fails nginx -t';
+like $out, qr/invalid "keyauth_shared_limits" address "no-such-host.invalid": host not found/, '... naming the host';
+unlike $out, qr/secretword/, '... and never the password';
 
 ($rc, $out) = nginx_t("server { listen 127.0.0.1:1; location /v1/ip/ { ip_lookup; } }");
 is $rc, 0, 'ip_lookup alone needs no store' or diag $out;

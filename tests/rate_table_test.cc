@@ -170,7 +170,7 @@ TEST(RateCApi, EffectiveRateIsCappedByTheEntitlement) {
     ka_rate_result_t r;
     int ok = 0;
     for (int i = 0; i < 10; i++) {
-        ka_rate_check(t.mem.data(), &key, kNow, &lock, &r);
+        ka_rate_check(t.mem.data(), &key, kNow, 0, &lock, &r);
         ok += r.allowed;
         EXPECT_EQ(r.limit, 3u);
     }

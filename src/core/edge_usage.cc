@@ -3,11 +3,14 @@
 #include <string>
 #include <vector>
 
+#include "c_api_support.h"
 #include "keyauth_core.h"
 #include "usage_env.h"
 #include "usage_table.h"
 
+using keyauth::lock_of;
 using keyauth::RateLock;
+using keyauth::say;
 using keyauth::UsageDelta;
 using keyauth::UsageEnv;
 using keyauth::UsageTable;
@@ -18,15 +21,9 @@ struct ka_usage_env_s {
 
 namespace {
 
-void say(char *err, size_t len, const std::string &what) {
-    if (len > 0) std::snprintf(err, len, "%s", what.c_str());
-}
-
 // One write transaction per this many slots: a bounded buffer, whatever the
 // zone's size.
 constexpr size_t kSlotsPerTxn = 4096;
-
-RateLock lock_of(const ka_lock_t *l) { return RateLock{l->lock, l->unlock, l->data}; }
 
 }  // namespace
 

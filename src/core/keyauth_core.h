@@ -163,9 +163,55 @@ size_t ka_rate_table_slots(void *mem);
 uint64_t ka_rate_table_busy_evictions(void *mem);
 
 /* Charges one request of an authenticated key at its effective rate,
- * min(requested, entitlement), with a burst of the same number. */
+ * min(requested, entitlement), with a burst of the same number. share:
+ * keyauth_shared_limits is on, so an admitted request is also counted for
+ * the next exchange with the other edges. */
 void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns,
-    const ka_lock_t *lock, ka_rate_result_t *out);
+    int share, const ka_lock_t *lock, ka_rate_result_t *out);
+
+/* Drops every key's count of requests spent since the last exchange (while
+ * Redis is away, what is spent stays this edge's). */
+void ka_rate_table_discard_spent(void *table);
+
+/* ---- rate limits shared across edges through Redis (shared_exchange.h):
+ * one exchange at a time, driven by the glue's socket and timer ---- */
+
+typedef struct ka_shared_s ka_shared_t;
+
+typedef struct {
+    size_t  published;    /* keys whose spent counts went out */
+    size_t  folded;       /* key entries of other edges charged here */
+    size_t  entries;      /* stream entries read */
+    size_t  bad_entries;  /* entries of an unknown layout, skipped */
+    int     more;         /* more entries wait: exchange again at once */
+} ka_shared_result_t;
+
+/* A random 64-bit id (OpenSSL RAND_bytes): an edge's tag on its entries. */
+uint64_t ka_random_u64(void);
+
+/* NULL on failure, with err filled. user and password may be empty. */
+ka_shared_t *ka_shared_create(ka_str_t stream, ka_str_t user,
+    ka_str_t password, uint64_t edge_id, char *err, size_t err_len);
+void ka_shared_destroy(ka_shared_t *x);
+
+/* A new connection: AUTH again, read from the stream's newest entry. */
+void ka_shared_reset(ka_shared_t *x);
+
+/* Takes the rate table's spent counts and makes the exchange's request
+ * (valid until the next call). -1 with err filled on failure. */
+int ka_shared_begin(ka_shared_t *x, void *rate_table, const char **req,
+    size_t *len, char *err, size_t err_len);
+
+/* Bytes read from Redis: 0 more are needed, 1 the answer is complete,
+ * -1 the answer is not Redis's (err filled): close the connection. */
+int ka_shared_feed(ka_shared_t *x, const char *data, size_t len, char *err,
+    size_t err_len);
+
+/* After ka_shared_feed returned 1: folds what other edges spent. -1 with err
+ * filled if Redis refused a command or answered out of shape. */
+int ka_shared_finish(ka_shared_t *x, void *rate_table, uint64_t now_ns,
+    const ka_lock_t *lock, ka_shared_result_t *out, char *err,
+    size_t err_len);
 
 /* ---- per-key usage: counted in shared memory, collected off the request
  * path into the usage environment (usage_table.h, usage_env.h) ---- */

@@ -1,5 +1,7 @@
 #include "rate_table.h"
 
+#include <algorithm>
+
 #include "shm_slots.h"
 
 namespace keyauth {
@@ -23,7 +25,11 @@ struct Slot {
     uint32_t id_hi;
     uint32_t used;
     uint64_t tat;  // the GCRA state; changed only by compare-and-swap
-    uint64_t reserved;
+    // keyauth_shared_limits: requests admitted here since the last exchange
+    // (atomic add; taken by exchange for zero), and the key's effective rate
+    // at the latest of them, which the exchange publishes beside the count
+    uint32_t spent;
+    uint32_t rate;
 };
 
 static_assert(sizeof(Header) == RateTable::kHeaderBytes, "header size");
@@ -53,6 +59,50 @@ bool admit(Slot &s, const SlotId &id, const GcraParams &p, uint64_t now,
     }
 }
 
+
+void count_spent(Slot &s, const GcraParams &p) {
+    if (__atomic_load_n(&s.rate, __ATOMIC_RELAXED) != p.limit) {
+        __atomic_store_n(&s.rate, p.limit, __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(&s.spent, 1u, __ATOMIC_RELAXED);
+}
+
+// Under the lock: the slot of key, given one if it has none (an unused slot
+// of its probe window, else the one with the oldest TAT). out says whether a
+// live state was reused and whether the once-a-minute warning is due.
+Slot *claim(Header *h, Slot *slots, const SlotId &key, uint64_t now, RateCheck &out) {
+    const uint64_t n = h->slots;
+    if (Slot *found = shm_slots::find(slots, n, RateTable::kProbe, key)) return found;
+    const uint64_t start = key.start(n);
+    Slot *victim = nullptr;
+    for (uint64_t i = 0; i < RateTable::kProbe && i < n; i++) {
+        Slot &c = slots[(start + i) % n];
+        if (!__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) { victim = &c; break; }
+        if (victim == nullptr || __atomic_load_n(&c.tat, __ATOMIC_ACQUIRE) <
+                                     __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE)) {
+            victim = &c;
+        }
+    }
+    if (victim->used && __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE) > now) {
+        out.evicted_busy = true;
+        h->busy_evictions++;
+        if (h->last_warn_ns == 0 || now - h->last_warn_ns >= kWarnEveryNs) {
+            h->last_warn_ns = now;
+            out.warn = true;
+        }
+    }
+    // state first, owner last: a reader that sees the new owner's id sees
+    // its fresh state (see admit() and RateTable::drain())
+    __atomic_store_n(&victim->used, 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->tat, uint64_t{0}, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->spent, 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->rate, 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->id_lo, key.lo, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->id_hi, key.hi, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->used, 1u, __ATOMIC_RELEASE);
+    return victim;
+}
+
 }  // namespace
 
 bool RateTable::format(void *mem, size_t bytes) noexcept {
@@ -70,51 +120,80 @@ uint64_t RateTable::busy_evictions() const noexcept {
 }
 
 RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &params,
-                           uint64_t now, const RateLock &lock) noexcept {
+                           uint64_t now, const RateLock &lock, bool share) noexcept {
     Header *h = header(this);
     Slot *slots = slots_of(this);
     const uint64_t n = h->slots;
     const SlotId key = SlotId::of(id);
-    const uint64_t start = key.start(n);
 
     if (Slot *s = shm_slots::find(slots, n, kProbe, key)) {
         GcraDecision d;
         // the slot may be handed to another key meanwhile: retry below
-        if (admit(*s, key, params, now, d)) return RateCheck{d, false, false};
+        if (admit(*s, key, params, now, d)) {
+            // (should the slot be reused in between, the count goes to its
+            // new key: only with a full zone, which is logged)
+            if (share && d.allowed) count_spent(*s, params);
+            return RateCheck{d, false, false};
+        }
     }
 
     lock.lock(lock.data);
     RateCheck out{};
-    Slot *s = shm_slots::find(slots, n, kProbe, key);
-    if (s == nullptr) {
-        Slot *victim = nullptr;
-        for (uint64_t i = 0; i < kProbe && i < n; i++) {
-            Slot &c = slots[(start + i) % n];
-            if (!__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) { victim = &c; break; }
-            if (victim == nullptr || __atomic_load_n(&c.tat, __ATOMIC_ACQUIRE) <
-                                         __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE)) {
-                victim = &c;
-            }
-        }
-        if (victim->used && __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE) > now) {
-            out.evicted_busy = true;
-            h->busy_evictions++;
-            if (h->last_warn_ns == 0 || now - h->last_warn_ns >= kWarnEveryNs) {
-                h->last_warn_ns = now;
-                out.warn = true;
-            }
-        }
-        __atomic_store_n(&victim->used, 0u, __ATOMIC_RELEASE);
-        __atomic_store_n(&victim->tat, uint64_t{0}, __ATOMIC_RELEASE);
-        __atomic_store_n(&victim->id_lo, key.lo, __ATOMIC_RELEASE);
-        __atomic_store_n(&victim->id_hi, key.hi, __ATOMIC_RELEASE);
-        __atomic_store_n(&victim->used, 1u, __ATOMIC_RELEASE);
-        s = victim;
-    }
+    Slot *s = claim(h, slots, key, now, out);
     // evictions happen only under the lock: the slot stays ours
     (void)admit(*s, key, params, now, out.decision);
+    if (share && out.decision.allowed) count_spent(*s, params);
     lock.unlock(lock.data);
     return out;
+}
+
+size_t RateTable::drain(SpentVisitor visit, void *data) noexcept {
+    Slot *slots = slots_of(this);
+    const uint64_t n = header(this)->slots;
+    size_t keys = 0;
+    unsigned char id[KA_ID_LEN];
+    for (uint64_t i = 0; i < n; i++) {
+        Slot &s = slots[i];
+        if (__atomic_load_n(&s.spent, __ATOMIC_RELAXED) == 0) continue;
+        // the id before the count: an eviction resets the count before it
+        // changes the owner, so a count taken after reading the id is that
+        // id's (or zero)
+        store_le<uint64_t>(id, __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE));
+        store_le<uint32_t>(id + 8, __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE));
+        const uint32_t rate = __atomic_load_n(&s.rate, __ATOMIC_RELAXED);
+        const uint32_t spent = __atomic_exchange_n(&s.spent, 0u, __ATOMIC_ACQ_REL);
+        if (spent == 0 || rate == 0) continue;
+        visit(data, id, spent, rate);
+        keys++;
+    }
+    return keys;
+}
+
+void RateTable::fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
+                     uint64_t now, const RateLock &lock) noexcept {
+    Header *h = header(this);
+    Slot *slots = slots_of(this);
+    const SlotId key = SlotId::of(id);
+    // a bounded charge, whatever a peer claims: a day of the key's rate
+    const uint64_t most = kNanosPerSecond * 86400 / params.interval_ns + 1;
+    const uint64_t charge = std::min<uint64_t>(spent, most) * params.interval_ns;
+
+    Slot *s = shm_slots::find(slots, h->slots, kProbe, key);
+    bool locked = false;
+    if (s == nullptr) {
+        lock.lock(lock.data);
+        locked = true;
+        RateCheck ignored{};
+        s = claim(h, slots, key, now, ignored);
+    }
+    uint64_t tat = __atomic_load_n(&s->tat, __ATOMIC_ACQUIRE);
+    // a slot handed to another key meanwhile (only possible unlocked) keeps
+    // its state: the charge is dropped, as an evicted key's state is
+    while (shm_slots::matches(*s, key) &&
+           !__atomic_compare_exchange_n(&s->tat, &tat, std::max(tat, now) + charge, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    if (locked) lock.unlock(lock.data);
 }
 
 }  // namespace keyauth

@@ -40,8 +40,25 @@ public:
     size_t slots() const noexcept;
     uint64_t busy_evictions() const noexcept;
 
+    // share: also count an admitted request as spent here for the next
+    // exchange with other edges (keyauth_shared_limits).
     RateCheck check(const unsigned char id[KA_ID_LEN], const GcraParams &params, uint64_t now_ns,
-                    const RateLock &lock) noexcept;
+                    const RateLock &lock, bool share = false) noexcept;
+
+    // What drain() hands on for each key that spent requests here since the
+    // previous drain: the count, and the key's effective rate then.
+    using SpentVisitor = void (*)(void *data, const unsigned char id[KA_ID_LEN], uint32_t spent,
+                                  uint32_t rate_per_minute);
+    // Takes every key's spent count (exchanged for zero: a count is taken by
+    // exactly one caller) and returns how many keys had one.
+    size_t drain(SpentVisitor visit, void *data) noexcept;
+
+    // Charges requests another edge admitted: the key's TAT moves on by
+    // spent intervals from max(TAT, now), as if they had been admitted here
+    // now, without a limit check (they were served already). Gives the key a
+    // slot if it has none, so an edge learns of a key it has not served.
+    void fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
+              uint64_t now_ns, const RateLock &lock) noexcept;
 
 private:
     RateTable() = delete;

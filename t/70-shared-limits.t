@@ -1,0 +1,209 @@
+# keyauth_shared_limits: three edges (three nginx on one store) share one
+# key's limit through a real redis-server. A 600/min key hammered on all
+# three admits the key's rate plus a bounded overshoot, not three times it;
+# with Redis gone each edge keeps its own limit and nothing fails; with Redis
+# back the sharing resumes. A peer that is not Redis never hurts a worker.
+#
+# The bound (docs/shared-limits.md): what other edges admitted but this
+# edge has not folded yet, at most their admissions over the lag, the lag
+# being two intervals (theirs to publish, this edge's to read) plus the
+# round trip. Here the interval is 250 ms; the lag allowed is 2 s, for a
+# busy machine whose timers fire late.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use POSIX ();
+use Time::HiRes qw(time sleep);
+use KeyauthTest qw(wait_until http_request);
+use RedisServer;
+
+my $RATE = 600;            # per minute
+my $PER_S = $RATE / 60;    # 10 a second
+my $LAG = 2;               # seconds of another edge's admissions not yet folded
+my $SECONDS = 10;          # of each hammering phase
+
+my $a = KeyauthTest->new;
+my $redis = RedisServer->new(dir => $a->dir);
+my $acc = $a->account(entitlement => 100000);
+my $key = $a->key(account => $acc->{id}, rate => $RATE);
+my $bystander = $a->key(account => $acc->{id}, rate => $RATE);
+
+my $locations = <<'LOC';
+        location /v1/ip/ {
+            keyauth on;
+            keyauth_scope ip:read;
+            proxy_pass http://tool;
+        }
+        location = /status { keyauth_status; }
+LOC
+
+sub edge {
+    my ($t, $url, %o) = @_;
+    $t->start_nginx(
+        no_init => $o{no_init}, db => $a->db,
+        http => "keyauth_zone keys:1m;\n"
+              . ($o{usage} ? '' : "keyauth_usage_db off;\n")
+              . "keyauth_shared_limits $url interval=250ms timeout=1s;",
+        locations => $locations);
+    return $t;
+}
+
+my @edges = (edge($a, $redis->url, usage => 1),
+             map { edge(KeyauthTest->new, $redis->url, no_init => 1) } 1 .. 2);
+
+sub metric {
+    my ($t, $name) = @_;
+    my $body = $t->request(GET => '/status')->{body};
+    return $body =~ /^\Q$name\E (\d+)$/m ? $1 : undef;
+}
+
+sub get { my ($t, $secret) = @_; $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $secret") }
+
+# Every edge says it shares, before anything is measured.
+for my $i (0 .. 2) {
+    ok wait_until(sub { (metric($edges[$i], 'keyauth_shared_limits_up') // 0) == 1 }, 30,
+                  "edge $i exchanging"), "edge $i exchanges with Redis";
+}
+
+# Hammers each edge in a child of its own for $seconds; returns, per edge,
+# { 200 => n, 429 => n, other => n }.
+sub hammer {
+    my ($seconds, $secret, @which) = @_;
+    my @kids;
+    for my $i (@which) {
+        my $out = $a->dir . "/hammer-$i-" . time;
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            my %n = (200 => 0, 429 => 0, other => 0);
+            my $end = time + $seconds;
+            while (time < $end) {
+                my $st = eval { get($edges[$i], $secret)->{status} } // 0;
+                $n{ $st == 200 || $st == 429 ? $st : 'other' }++;
+            }
+            open my $fh, '>', $out or POSIX::_exit(1);
+            print $fh "$n{200} $n{429} $n{other}\n";
+            close $fh;
+            POSIX::_exit(0);
+        }
+        push @kids, [$pid, $out];
+    }
+    my @res;
+    for my $k (@kids) {
+        waitpid $k->[0], 0;
+        open my $fh, '<', $k->[1] or die "no hammer result: $!";
+        my @n = split ' ', <$fh>;
+        push @res, { 200 => $n[0], 429 => $n[1], other => $n[2] };
+    }
+    return @res;
+}
+
+sub total { my $s = 0; $s += $_->{200} for @_; $s }
+
+subtest 'an edge learns of a key it has not served yet' => sub {
+    my $admitted = 0;
+    for (1 .. 2000) {
+        my $st = get($edges[0], $key->{secret})->{status};
+        last if $st == 429;
+        $admitted++;
+    }
+    cmp_ok $admitted, '>=', $RATE, "edge 0 admits the burst of $RATE";
+    cmp_ok $admitted, '<', 2000, '... then 429';
+    # edge 1 never saw the key: once edge 0's spending reaches it, it refuses
+    my $before = 0;
+    my $refused = wait_until(sub {
+        my $st = get($edges[1], $key->{secret})->{status};
+        $before++ if $st == 200;
+        return $st == 429;
+    }, 30, 'edge 1 refusing the key');
+    ok $refused, 'edge 1 refuses the key that edge 0 spent';
+    cmp_ok $before, '<', $RATE / 4, "edge 1 admitted $before polls first, far from its own burst of $RATE";
+    cmp_ok metric($edges[1], 'keyauth_shared_limits_folded_keys_total'), '>=', 1,
+        'edge 1 counts the folded keys';
+    is get($edges[1], $bystander->{secret})->{status}, 200, 'another key is untouched';
+};
+
+subtest 'hammered on three edges, the key admits its rate plus the bounded overshoot' => sub {
+    my $start = time;
+    my @r = hammer($SECONDS, $key->{secret}, 0 .. 2);
+    my $took = time - $start;
+    my $total = total(@r);
+    my $bound = int($PER_S * ($took + 1) + 2 * $PER_S * $LAG);
+    my $floor = int(0.7 * $PER_S * ($SECONDS - 1));
+    diag sprintf 'shared: %s admitted in %.1f s (edges %s), bound %d', $total, $took,
+        join('/', map { $_->{200} } @r), $bound;
+    is_deeply [map { $_->{other} } @r], [0, 0, 0], 'every answer is 200 or 429';
+    cmp_ok $total, '<=', $bound, "at most rate x time + 2 edges x rate x ${LAG}s (3 x rate x time unshared)";
+    cmp_ok $total, '>=', $floor, 'and no request is charged twice (at least 70% of the rate)';
+};
+
+subtest 'Redis stopped: each edge keeps its own limit, and nothing fails' => sub {
+    $redis->stop;
+    for my $i (0 .. 2) {
+        ok wait_until(sub { (metric($edges[$i], 'keyauth_shared_limits_up') // 1) == 0 }, 30,
+                      "edge $i noticing"), "edge $i reports keyauth_shared_limits_up 0";
+    }
+    my $start = time;
+    my @r = hammer($SECONDS, $key->{secret}, 0 .. 2);
+    my $took = time - $start;
+    diag sprintf 'local: edges admitted %s in %.1f s', join('/', map { $_->{200} } @r), $took;
+    is_deeply [map { $_->{other} } @r], [0, 0, 0], 'every answer is 200 or 429';
+    for my $i (0 .. 2) {
+        cmp_ok $r[$i]{200}, '<=', int($PER_S * ($took + 1)), "edge $i: no more than its own rate";
+        cmp_ok $r[$i]{200}, '>=', int(0.7 * $PER_S * ($SECONDS - 1)), "edge $i: its own rate, not a share";
+    }
+    for my $i (0 .. 2) {
+        my @said = $edges[$i]->error_log =~ /keyauth_shared_limits: redis:\/\/127\.0\.0\.1:\d+: [^;]+; every key's limit is this edge's alone/g;
+        is scalar @said, 1, "edge $i said so once in its error log, whatever the retries";
+    }
+    cmp_ok metric($edges[0], 'keyauth_shared_limits_failures_total'), '>=', 2, 'and counts each failed try';
+};
+
+subtest 'Redis back: sharing resumes' => sub {
+    $redis->start;
+    for my $i (0 .. 2) {
+        ok wait_until(sub { (metric($edges[$i], 'keyauth_shared_limits_up') // 0) == 1 }, 30,
+                      "edge $i back"), "edge $i reports keyauth_shared_limits_up 1";
+        like $edges[$i]->error_log, qr/keyauth_shared_limits: sharing rate limits through redis:\/\/127\.0\.0\.1:\d+ again/,
+            "edge $i says it shares again";
+    }
+    my $start = time;
+    my @r = hammer($SECONDS, $key->{secret}, 0 .. 2);
+    my $took = time - $start;
+    my $total = total(@r);
+    my $bound = int($PER_S * ($took + 1) + 2 * $PER_S * $LAG);
+    diag sprintf 'resumed: %s admitted in %.1f s (edges %s), bound %d', $total, $took,
+        join('/', map { $_->{200} } @r), $bound;
+    is_deeply [map { $_->{other} } @r], [0, 0, 0], 'every answer is 200 or 429';
+    cmp_ok $total, '<=', $bound, 'the key is one limit across the edges again';
+};
+
+subtest 'the stream in Redis expires on its own' => sub {
+    my $ttl = $redis->command('TTL', 'keyauth:spent') // '';
+    like $ttl, qr/^:(\d+)\r\n$/, 'the stream has a time to live';
+    my ($s) = $ttl =~ /^:(\d+)/;
+    ok defined $s && $s > 0 && $s <= 60, "of at most 60 s ($ttl)";
+};
+
+subtest 'a peer that is not Redis: refused, logged, and no worker is hurt' => sub {
+    # the edge's own HTTP port answers HTTP to the pipeline
+    my $odd = KeyauthTest->new;
+    my $port = KeyauthTest::free_port();
+    $odd->start_nginx(
+        no_init => 1, db => $a->db,
+        http => "keyauth_zone keys:1m;\nkeyauth_usage_db off;\n"
+              . "keyauth_shared_limits redis://127.0.0.1:$port interval=100ms;\n"
+              . "server { listen 127.0.0.1:$port; return 400 \"no\"; }",
+        locations => $locations);
+    my @workers = sort $odd->worker_pids;
+    ok wait_until(sub { (metric($odd, 'keyauth_shared_limits_failures_total') // 0) >= 3 }, 30,
+                  'failed exchanges'), 'the exchanges fail';
+    like $odd->error_log, qr/keyauth_shared_limits: redis:\/\/127\.0\.0\.1:$port: (unreadable Redis reply|Redis sent bytes nobody asked for|the connection was closed)/,
+        'the error log says why';
+    is get($odd, $bystander->{secret})->{status}, 200, 'keys are still served, on local limits';
+    is_deeply [sort $odd->worker_pids], \@workers, 'the same workers: none crashed';
+    unlike $odd->error_log, qr/signal \d+|\[alert\]/, 'no worker exited on a signal';
+};
+
+done_testing;
