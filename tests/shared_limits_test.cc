@@ -1,0 +1,344 @@
+// keyauth_shared_limits' core: spent counts in the rate table, the spent
+// batch codec, and the exchange against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gcra.h"
+#include "rate_table.h"
+#include "redis_server.h"
+#include "shared_exchange.h"
+#include "spent_batch.h"
+
+using namespace keyauth;
+using keyauth::testing::RedisServer;
+
+namespace {
+
+constexpr uint64_t kNow = 5'000 * kNanosPerSecond;
+
+struct Table {
+    explicit Table(size_t slots = 64)
+        : mem(RateTable::kHeaderBytes + slots * RateTable::kSlotBytes) {
+        EXPECT_TRUE(RateTable::format(mem.data(), mem.size()));
+        table = RateTable::attach(mem.data(), mem.size());
+    }
+    RateCheck check(const unsigned char *id, uint32_t rate, bool share, uint64_t now = kNow) {
+        return table->check(id, GcraParams::per_minute(rate), now, lock, share);
+    }
+    int admitted(const unsigned char *id, uint32_t rate, int tries, bool share) {
+        int n = 0;
+        for (int i = 0; i < tries; i++) n += check(id, rate, share).decision.allowed;
+        return n;
+    }
+    struct Spent {
+        std::string id;
+        uint32_t spent, rate;
+    };
+    std::vector<Spent> drain() {
+        std::vector<Spent> out;
+        table->drain(
+            [](void *d, const unsigned char id[KA_ID_LEN], uint32_t spent, uint32_t rate) {
+                static_cast<std::vector<Spent> *>(d)->push_back(
+                    {std::string(reinterpret_cast<const char *>(id), KA_ID_LEN), spent, rate});
+            },
+            &out);
+        return out;
+    }
+
+    std::vector<unsigned char> mem;
+    RateTable *table;
+    std::mutex mu;
+    RateLock lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
+                  [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
+};
+
+const unsigned char kKeyA[KA_ID_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+const unsigned char kKeyB[KA_ID_LEN] = {9, 9, 9, 9, 9, 9, 1, 2, 3, 4, 5, 6};
+
+std::string id_of(const unsigned char *id) {
+    return std::string(reinterpret_cast<const char *>(id), KA_ID_LEN);
+}
+
+}  // namespace
+
+TEST(SharedRateTable, CountsAdmittedRequestsOnlyWhenSharing) {
+    Table t;
+    EXPECT_EQ(t.admitted(kKeyA, 5, 3, false), 3);
+    EXPECT_TRUE(t.drain().empty()) << "nothing counted without sharing";
+    EXPECT_EQ(t.admitted(kKeyA, 5, 4, true), 2);  // 2 left of the burst of 5
+    auto spent = t.drain();
+    ASSERT_EQ(spent.size(), 1u);
+    EXPECT_EQ(spent[0].id, id_of(kKeyA));
+    EXPECT_EQ(spent[0].spent, 2u) << "refused requests are not spent";
+    EXPECT_EQ(spent[0].rate, 5u);
+    EXPECT_TRUE(t.drain().empty()) << "a count is taken once";
+}
+
+TEST(SharedRateTable, FoldChargesAKeyNeverServedHere) {
+    Table t;
+    t.table->fold(kKeyB, 10, GcraParams::per_minute(10), kNow, t.lock);
+    RateCheck c = t.check(kKeyB, 10, true);
+    EXPECT_FALSE(c.decision.allowed) << "another edge spent the whole burst";
+    EXPECT_GE(c.decision.retry_after_ns, 5 * kNanosPerSecond);
+    EXPECT_TRUE(t.drain().empty()) << "what another edge spent is not published again";
+}
+
+TEST(SharedRateTable, FoldTakesFromTheBurst) {
+    Table t;
+    EXPECT_EQ(t.admitted(kKeyA, 60, 10, true), 10);
+    t.table->fold(kKeyA, 30, GcraParams::per_minute(60), kNow, t.lock);
+    RateCheck c = t.check(kKeyA, 60, true);
+    ASSERT_TRUE(c.decision.allowed);
+    EXPECT_EQ(c.decision.remaining, 60u - 10 - 30 - 1);
+    EXPECT_EQ(t.admitted(kKeyA, 60, 100, true), 60 - 10 - 30 - 1);
+    auto spent = t.drain();
+    ASSERT_EQ(spent.size(), 1u);
+    EXPECT_EQ(spent[0].spent, 60u - 30) << "only this edge's own admissions";
+}
+
+TEST(SharedRateTable, FoldOfAnAbsurdCountIsBounded) {
+    Table t;
+    t.table->fold(kKeyA, UINT32_MAX, GcraParams::per_minute(1), kNow, t.lock);
+    RateCheck c = t.check(kKeyA, 1, true);
+    EXPECT_FALSE(c.decision.allowed);
+    EXPECT_LE(c.decision.retry_after_ns, (86'400 + 60) * kNanosPerSecond)
+        << "a day of the rate (and one interval) at most";
+    t.table->fold(kKeyA, UINT32_MAX, GcraParams::per_minute(UINT32_MAX), kNow, t.lock);
+}
+
+TEST(SharedRateTable, AnEvictedKeyTakesItsCountAlong) {
+    Table t(RateTable::kProbe);  // every key shares one probe window
+    EXPECT_EQ(t.admitted(kKeyA, 100000, 1, true), 1);
+    // fill the window with states newer than A's, which is then reused
+    for (uint64_t i = 1; i <= RateTable::kProbe; i++) {
+        unsigned char id[KA_ID_LEN];
+        std::memset(id, static_cast<int>(i), sizeof id);
+        t.check(id, 100000, true, kNow + i);
+    }
+    for (const auto &s : t.drain()) EXPECT_NE(s.id, id_of(kKeyA));
+}
+
+TEST(SpentBatch, RoundTrip) {
+    std::string b;
+    SpentEntry a{}, z{};
+    std::memcpy(a.id, kKeyA, KA_ID_LEN);
+    a.spent = 7;
+    a.rate_per_minute = 600;
+    std::memcpy(z.id, kKeyB, KA_ID_LEN);
+    z.spent = UINT32_MAX;
+    z.rate_per_minute = 1;
+    append_spent(b, a);
+    append_spent(b, z);
+    EXPECT_EQ(b.size(), 1 + 2 * kSpentEntryBytes);
+    std::vector<SpentEntry> got;
+    ASSERT_TRUE(read_spent_batch(b, [&](const SpentEntry &e) { got.push_back(e); }));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(0, std::memcmp(got[0].id, kKeyA, KA_ID_LEN));
+    EXPECT_EQ(got[0].spent, 7u);
+    EXPECT_EQ(got[0].rate_per_minute, 600u);
+    EXPECT_EQ(got[1].spent, UINT32_MAX);
+    EXPECT_EQ(got[1].rate_per_minute, 1u);
+}
+
+TEST(SpentBatch, RefusesWhatItDoesNotKnow) {
+    std::string good;
+    SpentEntry e{};
+    std::memcpy(e.id, kKeyA, KA_ID_LEN);
+    e.spent = 1;
+    e.rate_per_minute = 1;
+    append_spent(good, e);
+    auto refused = [](const std::string &b) {
+        int visits = 0;
+        bool ok = read_spent_batch(b, [&](const SpentEntry &) { visits++; });
+        return !ok && visits == 0;
+    };
+    EXPECT_TRUE(refused(""));
+    EXPECT_TRUE(refused(std::string(1, '\x01')));
+    std::string v2 = good;
+    v2[0] = 2;
+    EXPECT_TRUE(refused(v2)) << "an unknown version";
+    EXPECT_TRUE(refused(good.substr(0, good.size() - 1))) << "torn";
+    EXPECT_TRUE(refused(good + "x")) << "torn";
+    std::string zero = good;
+    std::memset(&zero[1 + KA_ID_LEN], 0, 4);
+    EXPECT_TRUE(refused(zero)) << "zero spent";
+    std::string norate = good;
+    std::memset(&norate[1 + KA_ID_LEN + 4], 0, 4);
+    EXPECT_TRUE(refused(good + norate.substr(1))) << "a zero rate anywhere refuses the batch";
+    std::string many;
+    for (size_t i = 0; i <= kSpentBatchMaxKeys; i++) append_spent(many, e);
+    EXPECT_TRUE(refused(many)) << "more keys than one entry holds";
+}
+
+namespace {
+
+SharedExchange make_exchange(uint64_t edge, const std::string &password = "") {
+    SharedSettings s;
+    s.edge_id = edge;
+    s.password = password;
+    return SharedExchange(s);
+}
+
+struct Edge {
+    explicit Edge(const RedisServer &redis, uint64_t id, const std::string &password = "")
+        : x(make_settings(id, password)), fd(redis.connect_fd()) {}
+    ~Edge() {
+        if (fd >= 0) close(fd);
+    }
+    static SharedSettings make_settings(uint64_t id, const std::string &password) {
+        SharedSettings s;
+        s.edge_id = id;
+        s.password = password;
+        return s;
+    }
+    bool run(ExchangeResult &out, std::string &err) {
+        return keyauth::testing::exchange(fd, x, *t.table, kNow, t.lock, out, err);
+    }
+    ExchangeResult run() {
+        ExchangeResult out;
+        std::string err;
+        EXPECT_TRUE(run(out, err)) << err;
+        return out;
+    }
+    Table t;
+    SharedExchange x;
+    int fd;
+};
+
+}  // namespace
+
+TEST(SharedExchange, EdgesChargeWhatOthersSpent) {
+    RedisServer redis;
+    Edge a(redis, 0xa), b(redis, 0xb);
+    ASSERT_GE(a.fd, 0);
+    ASSERT_GE(b.fd, 0);
+    EXPECT_EQ(b.run().folded, 0u);  // where b starts reading: the stream is empty
+    EXPECT_EQ(b.x.last_id(), "0-0");
+
+    EXPECT_EQ(a.t.admitted(kKeyA, 60, 25, true), 25);
+    ExchangeResult ra = a.run();
+    EXPECT_EQ(ra.published, 1u);
+
+    ExchangeResult rb = b.run();
+    EXPECT_EQ(rb.entries, 1u);
+    EXPECT_EQ(rb.folded, 1u);
+    RateCheck c = b.t.check(kKeyA, 60, true);
+    ASSERT_TRUE(c.decision.allowed);
+    EXPECT_EQ(c.decision.remaining, 60u - 25 - 1) << "b never served the key";
+    EXPECT_EQ(b.run().published, 1u);
+
+    // a reads its own entry and b's, charging only b's
+    ExchangeResult again = a.run();
+    EXPECT_EQ(again.entries, 2u);
+    EXPECT_EQ(again.folded, 1u);
+    EXPECT_EQ(a.t.check(kKeyA, 60, true).decision.remaining, 60u - 25 - 1 - 1);
+    EXPECT_EQ(redis.raw("*2\r\n$3\r\nTTL\r\n$13\r\nkeyauth:spent\r\n").substr(0, 1), ":");
+}
+
+TEST(SharedExchange, ANewConnectionStartsAtTheNewestEntry) {
+    RedisServer redis;
+    Edge a(redis, 0xa), b(redis, 0xb);
+    b.run();
+    EXPECT_EQ(a.t.admitted(kKeyA, 60, 10, true), 10);
+    a.run();
+    a.run();  // a knows where the stream is now
+    b.x.reset();  // b lost its connection meanwhile
+    ExchangeResult r = b.run();
+    EXPECT_EQ(r.folded, 0u) << "what was spent while b was away is not charged to b";
+    EXPECT_EQ(a.t.admitted(kKeyA, 60, 5, true), 5);
+    a.run();
+    EXPECT_EQ(b.run().folded, 1u) << "but what is spent after it is";
+}
+
+TEST(SharedExchange, ManyKeysGoOutInEntriesOfBoundedSize) {
+    RedisServer redis;
+    Edge a(redis, 0xa), b(redis, 0xb);
+    b.run();
+    Table big(1 << 16);
+    for (uint32_t i = 0; i < 2500; i++) {
+        unsigned char id[KA_ID_LEN] = {0};
+        std::memcpy(id, &i, sizeof i);
+        id[6] = static_cast<unsigned char>(i * 7);
+        id[8] = static_cast<unsigned char>(i >> 3);
+        big.check(id, 600, true);
+    }
+    ExchangeResult out;
+    std::string err;
+    ASSERT_TRUE(keyauth::testing::exchange(a.fd, a.x, *big.table, kNow, big.lock, out, err)) << err;
+    size_t published = out.published;
+    EXPECT_EQ(published, 2500u);
+    ExchangeResult rb = b.run();
+    EXPECT_EQ(rb.entries, (published + kSpentBatchMaxKeys - 1) / kSpentBatchMaxKeys);
+    EXPECT_EQ(rb.folded, published);
+}
+
+TEST(SharedExchange, AuthAndRefusals) {
+    RedisServer redis({"--requirepass", "s3cret-pass"});
+    {
+        Edge a(redis, 0xa);
+        ExchangeResult out;
+        std::string err;
+        EXPECT_FALSE(a.run(out, err));
+        EXPECT_NE(err.find("NOAUTH"), std::string::npos) << err;
+    }
+    {
+        Edge a(redis, 0xa, "wrong-pass");
+        ExchangeResult out;
+        std::string err;
+        EXPECT_FALSE(a.run(out, err));
+        EXPECT_NE(err.find("AUTH was refused"), std::string::npos) << err;
+        EXPECT_EQ(err.find("wrong-pass"), std::string::npos) << "never the password: " << err;
+    }
+    Edge a(redis, 0xa, "s3cret-pass");
+    a.run();
+    EXPECT_EQ(a.t.admitted(kKeyA, 60, 3, true), 3);
+    EXPECT_EQ(a.run().published, 1u);
+    EXPECT_EQ(a.x.request().find("s3cret-pass"), std::string::npos) << "AUTH once a connection";
+}
+
+TEST(SharedExchange, ARedisErrorIsAnError) {
+    RedisServer redis({"--requirepass", "pw"});
+    // the stream's name taken by a string
+    std::string set = "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*3\r\n$3\r\nSET\r\n$13\r\nkeyauth:spent\r\n$1\r\nx\r\n";
+    ASSERT_NE(redis.raw(set).find("+OK\r\n+OK"), std::string::npos);
+    Edge a(redis, 0xa, "pw");
+    ExchangeResult out;
+    std::string err;
+    EXPECT_FALSE(a.run(out, err));
+    EXPECT_NE(err.find("WRONGTYPE"), std::string::npos) << err;
+}
+
+TEST(SharedExchange, WhatIsNotRedisIsRefused) {
+    Table t;
+    auto refused = [&](const std::string &bytes) {
+        SharedExchange x = make_exchange(1);
+        x.begin(*t.table);  // XREVRANGE only: one reply expected
+        std::string err;
+        SharedExchange::Feed f = x.feed(bytes.data(), bytes.size(), err);
+        if (f == SharedExchange::Feed::kError) return !err.empty();
+        if (f == SharedExchange::Feed::kMore) return false;
+        ExchangeResult out;
+        return !x.finish(*t.table, kNow, t.lock, out, err) && !err.empty();
+    };
+    EXPECT_TRUE(refused("HTTP/1.1 400 Bad Request\r\n\r\n"));
+    EXPECT_TRUE(refused("*0\r\n*0\r\n")) << "more answers than questions";
+    EXPECT_TRUE(refused("*2000000000\r\n")) << "an array too long to allocate";
+    EXPECT_TRUE(refused(":1\r\n")) << "an integer for XREVRANGE";
+    EXPECT_TRUE(refused("*1\r\n*2\r\n$3\r\nabc\r\n*0\r\n")) << "an entry id that is not one";
+    EXPECT_TRUE(refused("-ERR nope\r\n"));
+    SharedExchange x = make_exchange(1);
+    x.begin(*t.table);
+    std::string err;
+    std::string huge = "$" + std::to_string(SharedExchange::kMaxReplyBytes + 10) + "\r\n";
+    EXPECT_EQ(x.feed(huge.data(), huge.size(), err), SharedExchange::Feed::kMore);
+    std::string chunk(1 << 20, 'a');
+    SharedExchange::Feed f = SharedExchange::Feed::kMore;
+    for (int i = 0; i < 20 && f == SharedExchange::Feed::kMore; i++) {
+        f = x.feed(chunk.data(), chunk.size(), err);
+    }
+    EXPECT_EQ(f, SharedExchange::Feed::kError) << "an answer past the bound";
+}
