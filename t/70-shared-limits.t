@@ -179,6 +179,54 @@ subtest 'Redis back: sharing resumes' => sub {
     cmp_ok $total, '<=', $bound, 'the key is one limit across the edges again';
 };
 
+subtest 'Redis frozen (SIGSTOP): the exchange times out, requests are never held' => sub {
+    kill 'STOP', $redis->{pid};
+    for my $i (0 .. 2) {
+        ok wait_until(sub { (metric($edges[$i], 'keyauth_shared_limits_up') // 1) == 0 }, 30,
+                      "edge $i timing out"), "edge $i reports keyauth_shared_limits_up 0";
+    }
+    like $edges[0]->error_log, qr/keyauth_shared_limits: redis:\/\/127\.0\.0\.1:\d+: timed out waiting for the answer/,
+        'the error log says it timed out';
+    my @st = map { get($edges[$_], $bystander->{secret})->{status} } 0 .. 2;
+    is_deeply \@st, [200, 200, 200], 'every edge answers meanwhile';
+    kill 'CONT', $redis->{pid};
+    for my $i (0 .. 2) {
+        ok wait_until(sub { (metric($edges[$i], 'keyauth_shared_limits_up') // 0) == 1 }, 30,
+                      "edge $i back"), "edge $i shares again once Redis answers";
+    }
+};
+
+subtest 'a reload keeps the edge sharing, under the same edge id' => sub {
+    my $before = metric($edges[1], 'keyauth_shared_limits_exchanges_total');
+    my @old = $edges[1]->worker_pids;
+    ok $edges[1]->signal_nginx('reload'), 'nginx -s reload';
+    ok wait_until(sub {
+        my %old = map { $_ => 1 } @old;
+        my @now = $edges[1]->worker_pids;
+        return @now && !grep { $old{$_} } @now;
+    }, 30, 'new workers'), 'new workers took over';
+    ok wait_until(sub { (metric($edges[1], 'keyauth_shared_limits_exchanges_total') // 0) > $before + 4 }, 30,
+                  'exchanges after the reload'), 'the new worker 0 exchanges';
+    is metric($edges[1], 'keyauth_shared_limits_up'), 1, 'and shares';
+    # its own entries are still its own: a key spent only at edge 1 is not
+    # charged twice there (as it would be if the reload changed the id)
+    my $solo = $a->key(account => $acc->{id}, rate => 60);
+    my $n = 0;
+    $n++ while $n < 100 && get($edges[1], $solo->{secret})->{status} == 200;
+    is $n, 60, 'edge 1 admits the burst of 60';
+    my $folded = metric($edges[0], 'keyauth_shared_limits_folded_keys_total');
+    ok wait_until(sub { metric($edges[0], 'keyauth_shared_limits_folded_keys_total') > $folded }, 30,
+                  'edge 0 folding'), 'edge 0 learns of it';
+    # two more exchanges of edge 1 (reading its own entries back): what is
+    # tested is that they charge nothing
+    my $x = metric($edges[1], 'keyauth_shared_limits_exchanges_total');
+    ok wait_until(sub { metric($edges[1], 'keyauth_shared_limits_exchanges_total') >= $x + 2 }, 30,
+                  'edge 1 exchanging'), 'edge 1 read the stream again';
+    is get($edges[1], $solo->{secret})->{status}, 429, 'edge 1 refuses the next';
+    like KeyauthTest::header(get($edges[1], $solo->{secret}), 'RateLimit') // '', qr/^"per-key";r=0;t=(59|60)$/,
+        'and its state holds its own spending once, not twice (t= a minute, not two)';
+};
+
 subtest 'the stream in Redis expires on its own' => sub {
     my $ttl = $redis->command('TTL', 'keyauth:spent') // '';
     like $ttl, qr/^:(\d+)\r\n$/, 'the stream has a time to live';
