@@ -244,6 +244,7 @@ subtest 'a peer that is not Redis: refused, logged, and no worker is hurt' => su
               . "keyauth_shared_limits redis://127.0.0.1:$port interval=100ms;\n"
               . "server { listen 127.0.0.1:$port; return 400 \"no\"; }",
         locations => $locations);
+    ok wait_until(sub { $odd->worker_pids == 2 }, 30, 'both workers'), 'both workers started';
     my @workers = sort $odd->worker_pids;
     ok wait_until(sub { (metric($odd, 'keyauth_shared_limits_failures_total') // 0) >= 3 }, 30,
                   'failed exchanges'), 'the exchanges fail';
