@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # make run-cluster: many-edge mode on one machine (docs/scale-out.md). Starts
 # three etcd members, two stateless keyauthd and two edges (each an nginx
-# over its own LMDB mirror, kept by its own keyauth-syncd), all on loopback,
+# over its own LMDB mirror, kept by its own keyauth-syncd, sharing rate limits
+# through one redis-server: docs/shared-limits.md), all on loopback,
 # seeds etcd once (plan catalog, exchange rate, a demo account) and prints
 # what to curl. Ctrl-C stops everything. Running it again reuses the data.
 #
 # Environment: KEYAUTH_VAR (var-cluster), KEYAUTH_BASE_PORT (8090): edges on
 # BASE and BASE+1, keyauthd on BASE+10 and BASE+11, syncd metrics on BASE+20
-# and BASE+21, etcd clients on BASE+30..32 and peers on BASE+40..42.
+# and BASE+21, etcd clients on BASE+30..32 and peers on BASE+40..42, redis
+# on BASE+50.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +54,12 @@ for i in 0 1 2; do
 done
 for i in 0 1 2; do wait_port $((BASE + 30 + i)); done
 
+# the edges' shared rate limits: nothing to keep, nothing saved
+redis-server --port $((BASE + 50)) --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$VAR" >>"$VAR/logs/redis.log" 2>&1 &
+pids+=($!)
+wait_port $((BASE + 50))
+
 CTL=("$ROOT/build/keyauthctl" --etcd "$endpoints")
 for _ in $(seq 100); do "${CTL[@]}" init >/dev/null 2>&1 && break; sleep 0.2; done
 if [ ! -s "$VAR/console-token" ]; then
@@ -78,7 +86,8 @@ for n in 0 1; do
     for _ in $(seq 300); do [ -e "$edge/db/data.mdb" ] && break; sleep 0.1; done
     user_line="user root root;"
     if [ "$(id -u)" != 0 ]; then user_line=""; fi
-    sed -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$edge|g" -e "s|@PORT@|$((BASE + n))|g" \
+    sed -e "s|@SHARED_LIMITS@|keyauth_shared_limits redis://127.0.0.1:$((BASE + 50));|" \
+        -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$edge|g" -e "s|@PORT@|$((BASE + n))|g" \
         -e "s|@KEYAUTHD_PORT@|$((BASE + 10 + n))|g" -e "s|@USER_LINE@|$user_line|g" \
         "$ROOT/nginx_conf/demo.conf" > "$edge/nginx.conf"
     nginx -p "$edge" -c "$edge/nginx.conf" -e "$edge/logs/error.log" -g 'daemon off;' &
@@ -93,6 +102,7 @@ keyauth many-edge demo, data in $VAR:
   keyauthd      127.0.0.1:$((BASE + 10)), 127.0.0.1:$((BASE + 11)) (each behind one edge's /v1/keys)
   edges (nginx) http://127.0.0.1:$BASE, http://127.0.0.1:$((BASE + 1))
   syncd metrics http://127.0.0.1:$((BASE + 20))/metrics, http://127.0.0.1:$((BASE + 21))/healthz
+  redis         127.0.0.1:$((BASE + 50)) (the edges share each key's limit through it)
 Logs: $VAR/logs/ and $VAR/edge*/logs/. Ctrl-C stops everything. Try:
 
   export TOKEN=\$(cat $VAR/console-token)
@@ -101,6 +111,8 @@ Logs: $VAR/logs/ and $VAR/edge*/logs/. Ctrl-C stops everything. Try:
        -d '{"name":"demo","scopes":["ip:read"],"rateLimitPerMinute":5}'
   export KEY=ka_...   # the "secret" above, shown once; made through edge 0
   curl -s http://127.0.0.1:$((BASE + 1))/v1/ip/8.8.8.8 -H "Authorization: Bearer \$KEY"   # works on edge 1
+  for i in 1 2 3 4 5; do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$BASE/v1/ip/8.8.8.8 -H "Authorization: Bearer \$KEY"; done
+  curl -s -w '%{http_code}\n' http://127.0.0.1:$((BASE + 1))/v1/ip/8.8.8.8 -H "Authorization: Bearer \$KEY"   # 429: one limit for both edges
   curl -s -X POST http://127.0.0.1:$((BASE + 1))/v1/keys/KEY_ID/revoke -H "Authorization: Bearer \$TOKEN"
   curl -s http://127.0.0.1:$BASE/v1/ip/8.8.8.8 -H "Authorization: Bearer \$KEY"   # 401 on edge 0 too
   curl -s http://127.0.0.1:$((BASE + 20))/metrics

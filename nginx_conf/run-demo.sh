@@ -41,7 +41,7 @@ if [ "$(id -u)" = 0 ]; then
     fi
 fi
 
-sed -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$VAR|g" -e "s|@PORT@|$PORT|g" \
+sed -e "s|@SHARED_LIMITS@||" -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$VAR|g" -e "s|@PORT@|$PORT|g" \
     -e "s|@KEYAUTHD_PORT@|$KEYAUTHD_PORT|g" -e "s|@USER_LINE@|$user_line|g" \
     "$ROOT/nginx_conf/demo.conf" > "$VAR/nginx.conf"
 
