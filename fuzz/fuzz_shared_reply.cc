@@ -1,7 +1,8 @@
 // What a Redis server (or anything that answers on its port) may send an
 // edge of keyauth_shared_limits: the bytes, cut into chunks as a socket
-// would, are the answer to an exchange that reads the stream; and the same
-// bytes as a spent batch. Never a crash, an allocation past the bounds or a
+// would, are the answer to an exchange: a new connection's (AUTH, where
+// the stream ends, a publish) or a later one's (a publish, the read of the
+// stream); and the same bytes as a spent batch. Never a crash, an allocation past the bounds or a
 // hang; a batch that reads re-encodes to the same bytes; folding whatever
 // was accepted leaves a table every key can still be checked against.
 #include <cstdint>
@@ -30,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     const size_t chunk = 1 + data[0] % 64;
     const bool spend = data[1] & 1;
+    const bool fresh = data[1] & 2;
     std::string_view in(reinterpret_cast<const char *>(data + 2), size - 2);
 
     static std::vector<unsigned char> mem(RateTable::kHeaderBytes + 256 * RateTable::kSlotBytes);
@@ -39,15 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     SharedSettings s;
     s.edge_id = 0x1122334455667788ULL;
+    if (fresh) s.password = "pw";
     SharedExchange x(s);
 
-    // the first exchange learns where the stream is (an empty one)
-    x.begin(table);
     std::string err;
     ExchangeResult out;
-    if (x.feed("*0\r\n", 4, err) != SharedExchange::Feed::kDone ||
-        !x.finish(table, kNow, lock, out, err) || x.last_id() != "0-0") {
-        __builtin_trap();
+    if (!fresh) {
+        // the first exchange learns where the stream is (an empty one)
+        x.begin(table);
+        if (x.feed("*0\r\n", 4, err) != SharedExchange::Feed::kDone ||
+            !x.finish(table, kNow, lock, out, err) || x.last_id() != "0-0") {
+            __builtin_trap();
+        }
     }
 
     // the second publishes (with spend) and reads: the fuzzed answer

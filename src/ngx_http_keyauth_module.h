@@ -33,6 +33,7 @@ typedef struct {
     ngx_atomic_t              failures;
     ngx_atomic_t              published;   /* key counts sent */
     ngx_atomic_t              folded;      /* other edges' key counts charged */
+    ngx_atomic_t              unplaced;    /* ... not charged: zone too small */
     ngx_atomic_t              bad_entries;
     ngx_atomic_t              bytes_sent;
     ngx_atomic_t              bytes_received;

@@ -17,12 +17,17 @@ typedef struct {
                                                    debug log reads a timer's
                                                    data as a connection */
     ngx_peer_connection_t          peer;
+    ngx_log_t                     *log;         /* the module's own lines */
+    ngx_log_t                      quiet_log;   /* nginx's, on each failed
+                                                   try: critical ones only */
     ngx_connection_t              *conn;
     const char                    *out;
     size_t                         out_len;
     size_t                         out_sent;
     unsigned                       connected:1;
     unsigned                       busy:1;       /* an exchange in flight */
+    unsigned                       reading:1;    /* all sent: the answer is
+                                                    awaited, its timer set */
     unsigned                       said_down:1;  /* logged; says so again
                                                     only after it came back */
     unsigned                       said_up:1;
@@ -40,6 +45,7 @@ static void ngx_http_keyauth_shared_write(ngx_event_t *wev);
 static void ngx_http_keyauth_shared_read(ngx_event_t *rev);
 static void ngx_http_keyauth_shared_done(void);
 static void ngx_http_keyauth_shared_fail(const char *why);
+static ngx_uint_t ngx_http_keyauth_shared_leaving(void);
 static void ngx_http_keyauth_shared_close(void);
 static void ngx_http_keyauth_shared_next(ngx_msec_t after);
 
@@ -303,9 +309,15 @@ ngx_http_keyauth_shared_init_process(ngx_cycle_t *cycle)
     x->peer.socklen = kmcf->shared->addr->socklen;
     x->peer.name = &kmcf->shared->url;
     x->peer.get = ngx_event_get_peer;
-    x->peer.log = cycle->log;
     /* Redis away is said once, by this module: nginx's own words on each
-     * failed try are info */
+     * failed try (connect() refused, recv() reset) would repeat every
+     * second, so they go to a copy of the log that keeps critical ones */
+    x->log = cycle->log;
+    x->quiet_log = *cycle->log;
+    if (x->quiet_log.log_level > NGX_LOG_CRIT) {
+        x->quiet_log.log_level = NGX_LOG_CRIT;
+    }
+    x->peer.log = &x->quiet_log;
     x->peer.log_error = NGX_ERROR_INFO;
 
     x->timer_conn.fd = (ngx_socket_t) -1;
@@ -348,7 +360,7 @@ ngx_http_keyauth_shared_tick(ngx_event_t *ev)
 
     /* an exiting worker leaves the exchange to the new worker 0: two
      * exchangers would charge other edges' entries twice */
-    if (ngx_exiting || ngx_terminate || ngx_quit) {
+    if (ngx_http_keyauth_shared_leaving()) {
         ngx_http_keyauth_shared_close();
         return;
     }
@@ -430,6 +442,7 @@ ngx_http_keyauth_shared_begin(void)
 
     x->out_sent = 0;
     x->busy = 1;
+    x->reading = 0;
 
     ngx_http_keyauth_shared_write(x->conn->write);
 }
@@ -453,7 +466,9 @@ ngx_http_keyauth_shared_write(ngx_event_t *wev)
         return;
     }
 
-    if (!x->busy) {
+    /* with epoll, every read event comes with a write event: once all is
+     * sent, the answer's timer must not be set again by each of them */
+    if (!x->busy || x->reading) {
         return;
     }
 
@@ -513,7 +528,8 @@ ngx_http_keyauth_shared_write(ngx_event_t *wev)
         ngx_del_timer(wev);
     }
 
-    /* all sent: Redis's answer is awaited */
+    /* all sent: Redis's whole answer is due within the timeout */
+    x->reading = 1;
     ngx_add_timer(c->read, x->kmcf->shared->timeout);
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
@@ -540,6 +556,12 @@ ngx_http_keyauth_shared_read(ngx_event_t *rev)
     static u_char  buf[NGX_HTTP_KEYAUTH_SHARED_READ];
 
     c = rev->data;
+
+    /* worker_shutdown_timeout closes every connection this way */
+    if (c->close) {
+        ngx_http_keyauth_shared_close();
+        return;
+    }
 
     if (rev->timedout) {
         ngx_http_keyauth_shared_fail("timed out waiting for the answer");
@@ -619,15 +641,17 @@ ngx_http_keyauth_shared_done(void)
     }
 
     x->busy = 0;
+    x->reading = 0;
 
     (void) ngx_atomic_fetch_add(&zone->shared.exchanges, 1);
     (void) ngx_atomic_fetch_add(&zone->shared.published, res.published);
     (void) ngx_atomic_fetch_add(&zone->shared.folded, res.folded);
+    (void) ngx_atomic_fetch_add(&zone->shared.unplaced, res.unplaced);
     (void) ngx_atomic_fetch_add(&zone->shared.bad_entries, res.bad_entries);
     zone->shared.up = 1;
 
     if (!x->said_up) {
-        ngx_log_error(NGX_LOG_NOTICE, x->peer.log, 0,
+        ngx_log_error(NGX_LOG_NOTICE, x->log, 0,
                       "keyauth_shared_limits: sharing rate limits through "
                       "%V%s", &x->kmcf->shared->url,
                       x->said_down ? " again" : "");
@@ -636,10 +660,19 @@ ngx_http_keyauth_shared_done(void)
     }
 
     if (res.bad_entries) {
-        ngx_log_error(NGX_LOG_WARN, x->peer.log, 0,
+        ngx_log_error(NGX_LOG_WARN, x->log, 0,
                       "keyauth_shared_limits: %uz entries of an unknown "
                       "layout in \"%V\" skipped (an edge of another "
                       "version?)", res.bad_entries, &x->kmcf->shared->stream);
+    }
+
+    if (res.unplaced) {
+        ngx_log_error(NGX_LOG_WARN, x->log, 0,
+                      "keyauth_shared_limits: %uz keys spent at other edges "
+                      "found no idle state in keyauth_zone \"%V\" and were "
+                      "not charged here; make the zone larger (it holds the "
+                      "fleet's active keys)", res.unplaced,
+                      &x->kmcf->shm_zone->shm.name);
     }
 
     ngx_http_keyauth_shared_next(res.more ? 1 : x->kmcf->shared->interval);
@@ -659,13 +692,19 @@ ngx_http_keyauth_shared_fail(const char *why)
 
     ngx_http_keyauth_shared_close();
 
+    /* an old worker's last exchange, cut short by its exit: the counts in
+     * the zone are the new worker 0's to publish, and Redis is not away */
+    if (ngx_http_keyauth_shared_leaving()) {
+        return;
+    }
+
     (void) ngx_atomic_fetch_add(&zone->shared.failures, 1);
     zone->shared.up = 0;
 
     ka_rate_table_discard_spent(zone->rate);
 
     if (!x->said_down) {
-        ngx_log_error(NGX_LOG_ERR, x->peer.log, 0,
+        ngx_log_error(NGX_LOG_ERR, x->log, 0,
                       "keyauth_shared_limits: %V: %s; every key's limit is "
                       "this edge's alone until Redis answers again",
                       &x->kmcf->shared->url, why);
@@ -691,10 +730,18 @@ ngx_http_keyauth_shared_close(void)
     x->peer.connection = NULL;
     x->connected = 0;
     x->busy = 0;
+    x->reading = 0;
 
     if (x->exchange) {
         ka_shared_reset(x->exchange);
     }
+}
+
+
+static ngx_uint_t
+ngx_http_keyauth_shared_leaving(void)
+{
+    return ngx_exiting || ngx_terminate || ngx_quit;
 }
 
 
@@ -703,7 +750,7 @@ ngx_http_keyauth_shared_next(ngx_msec_t after)
 {
     ngx_http_keyauth_shared_t  *x = &ngx_http_keyauth_shared;
 
-    if (ngx_exiting || ngx_terminate || ngx_quit) {
+    if (ngx_http_keyauth_shared_leaving()) {
         return;
     }
 
@@ -721,6 +768,10 @@ ngx_http_keyauth_shared_status(u_char *p, ngx_http_keyauth_zone_t *zone)
     ngx_http_keyauth_shared_stats_t  *s = &zone->shared;
 
     return ngx_sprintf(p,
+        "# HELP keyauth_shared_limits_edge_info This edge's id in the "
+        "stream (kept across reloads).\n"
+        "# TYPE keyauth_shared_limits_edge_info gauge\n"
+        "keyauth_shared_limits_edge_info{edge=\"%016xL\"} 1\n"
         "# HELP keyauth_shared_limits_up Whether the last exchange with "
         "Redis worked (0: limits are this edge's alone).\n"
         "# TYPE keyauth_shared_limits_up gauge\n"
@@ -741,6 +792,10 @@ ngx_http_keyauth_shared_status(u_char *p, ngx_http_keyauth_zone_t *zone)
         "spent at other edges were charged here.\n"
         "# TYPE keyauth_shared_limits_folded_keys_total counter\n"
         "keyauth_shared_limits_folded_keys_total %uA\n"
+        "# HELP keyauth_shared_limits_unplaced_keys_total Keys spent at "
+        "other edges not charged here: no idle state left in the zone.\n"
+        "# TYPE keyauth_shared_limits_unplaced_keys_total counter\n"
+        "keyauth_shared_limits_unplaced_keys_total %uA\n"
         "# HELP keyauth_shared_limits_bad_entries_total Stream entries of "
         "an unknown layout, skipped.\n"
         "# TYPE keyauth_shared_limits_bad_entries_total counter\n"
@@ -753,6 +808,7 @@ ngx_http_keyauth_shared_status(u_char *p, ngx_http_keyauth_zone_t *zone)
         "from Redis.\n"
         "# TYPE keyauth_shared_limits_received_bytes_total counter\n"
         "keyauth_shared_limits_received_bytes_total %uA\n",
-        s->up, s->exchanges, s->failures, s->published, s->folded,
-        s->bad_entries, s->bytes_sent, s->bytes_received);
+        zone->edge_id, s->up, s->exchanges, s->failures, s->published,
+        s->folded, s->unplaced, s->bad_entries, s->bytes_sent,
+        s->bytes_received);
 }

@@ -13,6 +13,8 @@
 
 #include <fcntl.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <string>
 #include <thread>
@@ -26,7 +28,25 @@ namespace keyauth::testing {
 
 class RedisServer {
 public:
+    // Fails the test (and leaves port() 0) if no redis-server answers within
+    // 30 s; a port taken between choosing it and Redis binding it is chosen
+    // again.
     explicit RedisServer(std::vector<std::string> extra = {}) {
+        for (int attempt = 0; attempt < 5; attempt++) {
+            if (start(extra)) return;
+            stop();
+        }
+        port_ = 0;
+        ADD_FAILURE() << "redis-server did not start";
+    }
+    ~RedisServer() { stop(); }
+    RedisServer(const RedisServer &) = delete;
+    RedisServer &operator=(const RedisServer &) = delete;
+
+    int port() const { return port_; }
+
+private:
+    bool start(const std::vector<std::string> &extra) {
         port_ = free_ports(1)[0];
         std::vector<std::string> args{"/usr/bin/redis-server", "--port", std::to_string(port_),
                                       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -50,30 +70,40 @@ public:
             int fd = connect_fd();
             if (fd >= 0) {
                 close(fd);
-                return;
+                return true;
+            }
+            // exited: the port was taken meanwhile
+            if (pid_ <= 0 || waitpid(pid_, nullptr, WNOHANG) == pid_) {
+                pid_ = -1;
+                return false;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
+        return false;
     }
-    ~RedisServer() {
+    void stop() {
         if (pid_ > 0) {
             kill(pid_, SIGKILL);
             waitpid(pid_, nullptr, 0);
         }
+        pid_ = -1;
     }
-    RedisServer(const RedisServer &) = delete;
-    RedisServer &operator=(const RedisServer &) = delete;
 
-    int port() const { return port_; }
-
-    // A blocking connection, or -1.
+public:
+    // A blocking connection with 10 s timeouts (a silent Redis fails a
+    // test rather than hang it), or -1.
     int connect_fd() const {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(static_cast<uint16_t>(port_));
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) return fd;
+        timeval tv{10, 0};
+        if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0 &&
+            connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) {
+            return fd;
+        }
         if (fd >= 0) close(fd);
         return -1;
     }

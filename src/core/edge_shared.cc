@@ -45,9 +45,9 @@ ka_shared_t *ka_shared_create(ka_str_t stream, ka_str_t user, ka_str_t password,
         s.user = string_of(user);
         s.password = string_of(password);
         s.edge_id = edge_id;
-        auto *x = new ka_shared_s;
+        auto x = std::make_unique<ka_shared_s>();
         x->exchange = std::make_unique<SharedExchange>(std::move(s));
-        return x;
+        return x.release();
     } catch (const std::exception &e) {
         say(err, err_len, e.what());
         return nullptr;
@@ -100,6 +100,7 @@ int ka_shared_finish(ka_shared_t *x, void *rate_table, uint64_t now_ns, const ka
                                       keyauth::lock_of(lock), r, why);
         out->published = r.published;
         out->folded = r.folded;
+        out->unplaced = r.unplaced;
         out->entries = r.entries;
         out->bad_entries = r.bad_entries;
         out->more = r.more;

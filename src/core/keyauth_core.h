@@ -181,6 +181,7 @@ typedef struct ka_shared_s ka_shared_t;
 typedef struct {
     size_t  published;    /* keys whose spent counts went out */
     size_t  folded;       /* key entries of other edges charged here */
+    size_t  unplaced;     /* ... not charged: the zone had no idle slot */
     size_t  entries;      /* stream entries read */
     size_t  bad_entries;  /* entries of an unknown layout, skipped */
     int     more;         /* more entries wait: exchange again at once */

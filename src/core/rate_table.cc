@@ -60,17 +60,21 @@ bool admit(Slot &s, const SlotId &id, const GcraParams &p, uint64_t now,
 }
 
 
+// The rate before the count (release): whoever takes the count (acquire)
+// sees a rate with it.
 void count_spent(Slot &s, const GcraParams &p) {
     if (__atomic_load_n(&s.rate, __ATOMIC_RELAXED) != p.limit) {
         __atomic_store_n(&s.rate, p.limit, __ATOMIC_RELAXED);
     }
-    __atomic_add_fetch(&s.spent, 1u, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s.spent, 1u, __ATOMIC_RELEASE);
 }
 
 // Under the lock: the slot of key, given one if it has none (an unused slot
 // of its probe window, else the one with the oldest TAT). out says whether a
-// live state was reused and whether the once-a-minute warning is due.
-Slot *claim(Header *h, Slot *slots, const SlotId &key, uint64_t now, RateCheck &out) {
+// live state was reused and whether the once-a-minute warning is due; with
+// take_live false, null rather than reuse a live state.
+Slot *claim(Header *h, Slot *slots, const SlotId &key, uint64_t now, RateCheck &out,
+            bool take_live = true) {
     const uint64_t n = h->slots;
     if (Slot *found = shm_slots::find(slots, n, RateTable::kProbe, key)) return found;
     const uint64_t start = key.start(n);
@@ -84,6 +88,7 @@ Slot *claim(Header *h, Slot *slots, const SlotId &key, uint64_t now, RateCheck &
         }
     }
     if (victim->used && __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE) > now) {
+        if (!take_live) return nullptr;
         out.evicted_busy = true;
         h->busy_evictions++;
         if (h->last_warn_ns == 0 || now - h->last_warn_ns >= kWarnEveryNs) {
@@ -147,7 +152,7 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
     return out;
 }
 
-size_t RateTable::drain(SpentVisitor visit, void *data) noexcept {
+size_t RateTable::drain(SpentVisitor visit, void *data) {
     Slot *slots = slots_of(this);
     const uint64_t n = header(this)->slots;
     size_t keys = 0;
@@ -155,28 +160,35 @@ size_t RateTable::drain(SpentVisitor visit, void *data) noexcept {
     for (uint64_t i = 0; i < n; i++) {
         Slot &s = slots[i];
         if (__atomic_load_n(&s.spent, __ATOMIC_RELAXED) == 0) continue;
-        // the id before the count: an eviction resets the count before it
-        // changes the owner, so a count taken after reading the id is that
-        // id's (or zero)
-        store_le<uint64_t>(id, __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE));
-        store_le<uint32_t>(id + 8, __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE));
-        const uint32_t rate = __atomic_load_n(&s.rate, __ATOMIC_RELAXED);
+        const uint64_t lo = __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE);
+        const uint32_t hi = __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE);
         const uint32_t spent = __atomic_exchange_n(&s.spent, 0u, __ATOMIC_ACQ_REL);
-        if (spent == 0 || rate == 0) continue;
+        const uint32_t rate = __atomic_load_n(&s.rate, __ATOMIC_RELAXED);
+        // the slot was given to another key meanwhile (a full zone): whose
+        // count this is cannot be told, so it is not published
+        if (spent == 0 || rate == 0 || !__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) != lo ||
+            __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) != hi) {
+            continue;
+        }
+        store_le<uint64_t>(id, lo);
+        store_le<uint32_t>(id + 8, hi);
         visit(data, id, spent, rate);
         keys++;
     }
     return keys;
 }
 
-void RateTable::fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
+bool RateTable::fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
                      uint64_t now, const RateLock &lock) noexcept {
     Header *h = header(this);
     Slot *slots = slots_of(this);
     const SlotId key = SlotId::of(id);
-    // a bounded charge, whatever a peer claims: a day of the key's rate
-    const uint64_t most = kNanosPerSecond * 86400 / params.interval_ns + 1;
-    const uint64_t charge = std::min<uint64_t>(spent, most) * params.interval_ns;
+    // bounded, whatever a peer claims: an edge admits at most its burst and
+    // a refill between two exchanges, so twice the burst; and a day ahead
+    const uint64_t charge =
+        std::min<uint64_t>(spent, 2 * static_cast<uint64_t>(params.limit)) * params.interval_ns;
+    const uint64_t ceiling = now + 86400 * kNanosPerSecond;
 
     Slot *s = shm_slots::find(slots, h->slots, kProbe, key);
     bool locked = false;
@@ -184,16 +196,23 @@ void RateTable::fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const Gc
         lock.lock(lock.data);
         locked = true;
         RateCheck ignored{};
-        s = claim(h, slots, key, now, ignored);
+        s = claim(h, slots, key, now, ignored, false);
+        if (s == nullptr) {
+            lock.unlock(lock.data);
+            return false;
+        }
     }
     uint64_t tat = __atomic_load_n(&s->tat, __ATOMIC_ACQUIRE);
     // a slot handed to another key meanwhile (only possible unlocked) keeps
     // its state: the charge is dropped, as an evicted key's state is
     while (shm_slots::matches(*s, key) &&
-           !__atomic_compare_exchange_n(&s->tat, &tat, std::max(tat, now) + charge, false,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+           !__atomic_compare_exchange_n(&s->tat, &tat,
+                                        std::min(std::max(tat, now) + charge,
+                                                 std::max(tat, ceiling)),
+                                        false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
     if (locked) lock.unlock(lock.data);
+    return true;
 }
 
 }  // namespace keyauth

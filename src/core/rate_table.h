@@ -50,14 +50,19 @@ public:
     using SpentVisitor = void (*)(void *data, const unsigned char id[KA_ID_LEN], uint32_t spent,
                                   uint32_t rate_per_minute);
     // Takes every key's spent count (exchanged for zero: a count is taken by
-    // exactly one caller) and returns how many keys had one.
-    size_t drain(SpentVisitor visit, void *data) noexcept;
+    // exactly one caller) and returns how many keys had one. visit may throw:
+    // the counts taken before are then lost, the others stay.
+    size_t drain(SpentVisitor visit, void *data);
 
     // Charges requests another edge admitted: the key's TAT moves on by
     // spent intervals from max(TAT, now), as if they had been admitted here
-    // now, without a limit check (they were served already). Gives the key a
-    // slot if it has none, so an edge learns of a key it has not served.
-    void fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
+    // now, without a limit check (they were served already). At most twice
+    // the burst is charged at once, and TAT never goes past a day ahead, so
+    // no entry can lock a key for longer. A key without a slot gets one (an
+    // edge learns of a key it has not served) unless that would reuse a live
+    // state of another key: then false, nothing charged (the zone is too
+    // small for the fleet's keys).
+    bool fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
               uint64_t now_ns, const RateLock &lock) noexcept;
 
 private:

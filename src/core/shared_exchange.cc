@@ -15,22 +15,72 @@
 namespace keyauth {
 namespace {
 
-// hiredis's own reply objects, except that an array longer than
-// kMaxElements is refused before anything is allocated for it (hiredis 0.14
-// has no limit of its own: "*2000000000" would ask for 16 GB).
+// hiredis's own reply objects within a budget (the reader's privdata): an
+// array longer than kMaxElements is refused before anything is allocated for
+// it (hiredis 0.14 has no limit of its own: "*2000000000" asks for 16 GB),
+// and so is any object past kMaxObjects in one exchange (small objects cost
+// hiredis about 30 times their bytes). A refusal reads as hiredis's "out of
+// memory"; the budget says what it was.
+struct ReplyBudget {
+    size_t objects_left;
+    const char *refused;
+};
+
+using CreateString = void *(*)(const redisReadTask *, char *, size_t);
+using CreateArray = void *(*)(const redisReadTask *, int);
+using CreateInteger = void *(*)(const redisReadTask *, long long);
+using CreateNil = void *(*)(const redisReadTask *);
+
+struct HiredisObjects {
+    CreateString string;
+    CreateArray array;
+    CreateInteger integer;
+    CreateNil nil;
+};
+
+HiredisObjects &hiredis_objects() {
+    static HiredisObjects o{};
+    return o;
+}
+
+bool spend(const redisReadTask *task) {
+    auto *b = static_cast<ReplyBudget *>(task->privdata);
+    if (b->objects_left == 0) {
+        b->refused = "more objects than an exchange's answer holds";
+        return false;
+    }
+    b->objects_left--;
+    return true;
+}
+
 redisReplyObjectFunctions *capped_functions() {
     static redisReplyObjectFunctions fns;
-    static void *(*create_array)(const redisReadTask *, int) = nullptr;
-    if (create_array == nullptr) {
+    static bool made = false;
+    if (!made) {
         redisReader *probe = redisReaderCreate();
         if (probe == nullptr) return nullptr;
         fns = *probe->fn;
-        create_array = fns.createArray;
         redisReaderFree(probe);
-        fns.createArray = [](const redisReadTask *task, int elements) -> void * {
-            if (elements > SharedExchange::kMaxElements) return nullptr;
-            return create_array(task, elements);
+        hiredis_objects() = HiredisObjects{fns.createString, fns.createArray, fns.createInteger,
+                                           fns.createNil};
+        fns.createString = [](const redisReadTask *t, char *s, size_t n) -> void * {
+            return spend(t) ? hiredis_objects().string(t, s, n) : nullptr;
         };
+        fns.createArray = [](const redisReadTask *t, int elements) -> void * {
+            if (elements > SharedExchange::kMaxElements) {
+                static_cast<ReplyBudget *>(t->privdata)->refused =
+                    "an array longer than an exchange's answer holds";
+                return nullptr;
+            }
+            return spend(t) ? hiredis_objects().array(t, elements) : nullptr;
+        };
+        fns.createInteger = [](const redisReadTask *t, long long v) -> void * {
+            return spend(t) ? hiredis_objects().integer(t, v) : nullptr;
+        };
+        fns.createNil = [](const redisReadTask *t) -> void * {
+            return spend(t) ? hiredis_objects().nil(t) : nullptr;
+        };
+        made = true;
     }
     return &fns;
 }
@@ -71,7 +121,10 @@ std::string redis_error(const char *what, const redisReply *r) {
 
 }  // namespace
 
-SharedExchange::SharedExchange(SharedSettings settings) : settings_(std::move(settings)) {
+struct SharedExchange::Budget : ReplyBudget {};
+
+SharedExchange::SharedExchange(SharedSettings settings)
+    : settings_(std::move(settings)), budget_(std::make_unique<Budget>()) {
     char tag[17];
     std::snprintf(tag, sizeof(tag), "%016" PRIx64, settings_.edge_id);
     edge_tag_ = tag;
@@ -179,6 +232,9 @@ SharedExchange::Feed SharedExchange::feed(const char *data, size_t len, std::str
             err = "out of memory for the Redis reply parser";
             return Feed::kError;
         }
+        budget_->objects_left = kMaxObjects;
+        budget_->refused = nullptr;
+        reader_->privdata = budget_.get();
     }
     reply_bytes_ += len;
     if (reply_bytes_ > kMaxReplyBytes) {
@@ -196,7 +252,8 @@ SharedExchange::Feed SharedExchange::feed(const char *data, size_t len, std::str
     while (replies_.size() < expected_.size()) {
         void *reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
-            err = std::string("unreadable Redis reply: ") + reader_->errstr;
+            err = std::string("unreadable Redis reply: ") +
+                  (budget_->refused ? budget_->refused : reader_->errstr);
             return Feed::kError;
         }
         if (reply == nullptr) return Feed::kMore;
@@ -345,8 +402,11 @@ bool SharedExchange::take_entry(const redisReply *entry, RateTable &table, uint6
     if (text_of(edge) == edge_tag_) return true;  // this edge's own
 
     bool valid = read_spent_batch(text_of(batch), [&](const SpentEntry &e) {
-        table.fold(e.id, e.spent, GcraParams::per_minute(e.rate_per_minute), now_ns, lock);
-        out.folded++;
+        if (table.fold(e.id, e.spent, GcraParams::per_minute(e.rate_per_minute), now_ns, lock)) {
+            out.folded++;
+        } else {
+            out.unplaced++;
+        }
     });
     if (!valid) out.bad_entries++;
     return true;

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct SharedSettings {
 struct ExchangeResult {
     size_t published = 0;    // keys whose spent counts went out
     size_t folded = 0;       // key entries of other edges charged here
+    size_t unplaced = 0;     // ... not charged: no room in the zone but live states
     size_t entries = 0;      // stream entries read, this edge's own included
     size_t bad_entries = 0;  // entries of an unknown layout: skipped
     bool more = false;       // the read stopped at its count: exchange again now
@@ -41,8 +43,11 @@ struct ExchangeResult {
 class SharedExchange {
 public:
     static constexpr size_t kReadCount = 128;              // entries a read takes
-    static constexpr size_t kMaxReplyBytes = 16u << 20;    // one exchange's answer
+    // One exchange's answer: 128 entries of at most 20 KiB, and their frame.
+    static constexpr size_t kMaxReplyBytes = 4u << 20;
     static constexpr int kMaxElements = 4096;              // one array in it
+    static constexpr size_t kMaxObjects = 65536;           // all of them (about
+                                                           // 1,500 in a full one)
     static constexpr int64_t kRetentionMs = 60000;         // the stream keeps a minute
     static constexpr size_t kMaxIdLen = 41;                // "<ms>-<seq>", two u64
 
@@ -86,7 +91,10 @@ private:
     bool take_entry(const redisReply *entry, RateTable &table, uint64_t now_ns,
                     const RateLock &lock, ExchangeResult &out, std::string &err);
 
+    struct Budget;  // what the reply parser may still allocate
+
     SharedSettings settings_;
+    std::unique_ptr<Budget> budget_;
     std::string edge_tag_;       // edge_id as 16 hex digits
     bool authenticated_ = false;
     std::string last_id_;        // the newest entry read; empty: not known yet
