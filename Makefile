@@ -63,7 +63,7 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev
 BENCH_PKGS := valgrind libnginx-mod-http-lua
 
-.PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -101,6 +101,7 @@ help:
 	@echo "make check-layering  fail if a file includes across a layer it must not"
 	@echo "make bench        wrk + callgrind against peers (bench/RESULTS.md)"
 	@echo "make bench-edges  many-edge figures: revocation propagation, syncd catch-up, bootstrap at 1M keys"
+	@echo "make bench-shared keyauth_shared_limits: Redis traffic at 10k active keys, overshoot of one key on 3 edges"
 	@echo "make soak         SOAK_SECONDS (600) of load with keys churning"
 	@echo "make clean        remove build/"
 
@@ -289,6 +290,10 @@ bench: bench-deps
 bench-edges: deps
 	@$(MAKE) --no-print-directory all
 	@bench/many-edges.pl
+
+bench-shared: deps
+	@$(MAKE) --no-print-directory all
+	@bench/shared-limits.pl
 
 clean:
 	rm -rf $(BUILD)

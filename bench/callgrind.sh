@@ -8,12 +8,20 @@
 # cache of recent keys and reads LMDB, the cost of a cold key); then refused keys
 # (unknown, revoked, wrong checksum) against the same keyauth location, to
 # show how much the work differs between them (timing side channel).
+# With redis-server installed, the keyauth location once more with
+# keyauth_shared_limits to a redis-server of its own: nginx runs with
+# master_process off here, so the exchange with Redis (every 250 ms, on the
+# same event loop) runs in the counted process and its instructions are in
+# the count, spread over the requests that ran meanwhile. Valgrind slows the
+# requests but not the timer, so an exchange is spread over far fewer
+# requests than at full speed; the line says how many exchanges each run had.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N1=${N1:-500}
 N2=${N2:-2500}
 W=$(mktemp -d /tmp/keyauth-cg-XXXXXX)
-trap 'rm -rf "$W"' EXIT
+RPID=
+trap '[ -z "$RPID" ] || { kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null; }; rm -rf "$W"' EXIT
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 CTL="$ROOT/build/keyauthctl"
 A=$("$CTL" --db "$W/db" --json account create --name cg --entitlement 10000000 --max-keys 100000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
@@ -80,6 +88,10 @@ count() { # requests key -> total instructions
             my $body = substr($head, index($head, "\r\n\r\n") + 4);
             while (length $body < $len) { sysread($s, $body, 4096, length $body) or die "eof" }
         }' "$PORT" "$n" "$key"
+    # the sharing row: how many exchanges ran in this run (one request more
+    # in each run, which the difference cancels)
+    [ -z "${STATUS_PORT:-}" ] || curl -s "http://127.0.0.1:$STATUS_PORT/" |
+        awk '/^keyauth_shared_limits_exchanges_total / {print $2}' > "$W/exchanges.$n"
     kill -QUIT "$vpid"
     # a graceful stop that hangs (seen once) must not hang the script
     for _ in $(seq 300); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.1; done
@@ -100,11 +112,37 @@ per_request() { # location [key] [access_log line] [keyauth_db line]
 ret=$(per_request 'return 200 "GIF89a-------------------------------------";')
 gif=$(per_request 'empty_gif;')
 ka=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;')
+# The same location with keyauth_shared_limits (see the top): a Redis of its
+# own on a free port, as t/lib/RedisServer.pm starts one, killed on EXIT.
+if command -v redis-server >/dev/null; then
+    RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$W" \
+        --daemonize no > "$W/logs/redis.log" 2>&1 &
+    RPID=$!
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$RPORT") 2>/dev/null && break
+        sleep 0.1
+    done
+    STATUS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    HTTP_EXTRA="keyauth_shared_limits redis://127.0.0.1:$RPORT;
+    server { listen 127.0.0.1:$STATUS_PORT; location / { keyauth_status; } }"
+    shared=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;')
+    HTTP_EXTRA= STATUS_PORT=
+    kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null || true; RPID=
+fi
 echo "instructions per request (callgrind, N=$N2-$N1 keep-alive requests):"
 echo "  return 200:                     $ret"
 echo "  empty_gif:                      $gif"
 echo "  keyauth + scope + limit + gif:  $ka"
 echo "  added by keyauth:               $((ka - gif)) ($(awk -v a="$ka" -v b="$gif" 'BEGIN {printf "%.1f", 100 * (a - b) / b}')% over empty_gif; contract: at most 5000)"
+if [ -n "${shared:-}" ]; then
+    echo "  the same, sharing on:           $shared ($((shared - ka)) against sharing off; keyauth_shared_limits interval=250ms,"
+    echo "                                  master_process off: the exchanges with Redis ran in this process and are included,"
+    echo "                                  spread over the requests at valgrind's speed: $(cat "$W/exchanges.$N1") exchanges in the"
+    echo "                                  $N1-request run, $(cat "$W/exchanges.$N2") in the $N2-request run)"
+else
+    echo "  the same, sharing on:           not counted (redis-server is not installed)"
+fi
 cold=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;' "@$W/keys-1k.txt")
 echo "  the same, 1,000 keys in turn:   $cold ($((cold - gif)) added: every key read from LMDB)"
 
