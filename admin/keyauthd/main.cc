@@ -13,6 +13,7 @@
 
 #include "access_log.h"
 #include "console_api.h"
+#include "console_metrics.h"
 #include "http_server.h"
 #include "no_core_dumps.h"
 #include "options.h"
@@ -70,8 +71,19 @@ int main(int argc, char **argv) {
         std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(
             opt.db, usage_etcd, opt.etcd_prefix.empty() ? std::string(keyauth::kDefaultEtcdPrefix) : opt.etcd_prefix);
         keyauth::ConsoleApi api(store, usage.get());
-        keyauth::HttpServer server([&api](const keyauth::HttpRequest &r) { return api.handle(r); }, limits,
-                                   keyauth::log_exchange);
+        // GET /metrics on the same listener (the nginx configs proxy only
+        // /v1/keys and /v1/audit, so it stays on loopback)
+        keyauth::ConsoleMetrics metrics;
+        store.set_write_observer([&metrics](double seconds) { metrics.observe_write(seconds); });
+        keyauth::HttpServer server(
+            [&api, &metrics, &store](const keyauth::HttpRequest &r) {
+                return r.path == "/metrics" ? metrics.handle(r, store) : api.handle(r);
+            },
+            limits,
+            [&metrics](const keyauth::ExchangeLog &x) {
+                keyauth::log_exchange(x);
+                metrics.observe_request(x.method, x.path, x.status, x.seconds);
+            });
         std::string error;
         if (!server.bind(opt.host, opt.port, error)) {
             std::cerr << "keyauthd: cannot listen on " << opt.listen << ": " << error << "\n";

@@ -214,6 +214,7 @@ private:
         }
         if (ec) return respond(server_error(400, "BAD_REQUEST", "Malformed HTTP request"));
         const auto &req = parser_->get();
+        log_.started = std::chrono::steady_clock::now();
         log_.method = std::string(req.method_string());
         auto target = req.target();
         log_.path = std::string(target.substr(0, target.find('?')));
@@ -372,6 +373,9 @@ private:
         }
         close_after_ = close;
         log_.status = out.status;
+        if (log_.started != std::chrono::steady_clock::time_point{}) {
+            log_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - log_.started).count();
+        }
         log_.account = std::move(out.account);
         log_.internal_error = std::move(out.internal_error);
         if (srv_.log) srv_.log(log_);

@@ -38,6 +38,10 @@ struct ExchangeLog {
     int status = 0;
     std::string account;         // from the API: who was authenticated
     std::string internal_error;  // from the API: a detail for the log only
+    // From the end of the request's head to the answer being ready (0 when
+    // the head could not be read).
+    std::chrono::steady_clock::time_point started{};
+    double seconds = 0;
 };
 
 class HttpServer {

@@ -180,4 +180,19 @@ std::unique_ptr<WriteAttempt> LmdbBackend::begin_write() {
     return std::make_unique<LmdbWrite>(env_.handle(), tables_, wait_limit_);
 }
 
+StoreGauges LmdbBackend::gauges() {
+    StoreGauges g;
+    MDB_envinfo info;
+    MDB_stat env_stat;
+    if (mdb_env_info(env_.handle(), &info) == 0 && mdb_env_stat(env_.handle(), &env_stat) == 0) {
+        g.map_bytes = info.me_mapsize;
+        g.used_bytes = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
+    }
+    auto txn = lmdb::txn::begin(env_.handle(), nullptr, MDB_RDONLY);
+    MDB_stat st;
+    if (mdb_stat(txn.handle(), tables_[Table::kKeys], &st) == 0) g.keys = st.ms_entries;
+    if (mdb_stat(txn.handle(), tables_[Table::kAccounts], &st) == 0) g.accounts = st.ms_entries;
+    return g;
+}
+
 }  // namespace keyauth

@@ -33,6 +33,8 @@ public:
     void set_write_wait_limit(std::chrono::milliseconds limit) override { wait_limit_ = limit; }
     // One LMDB transaction holds any number; the Store's own cap applies.
     size_t max_keys_per_write() const override { return SIZE_MAX; }
+    // One read transaction: the env's info and two databases' entry counts.
+    StoreGauges gauges() override;
 
     MDB_env *env() noexcept { return env_.handle(); }
     const LmdbTables &tables() const noexcept { return tables_; }

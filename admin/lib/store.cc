@@ -326,7 +326,12 @@ auto Store::write(Plan &&plan) {
         std::unique_ptr<WriteAttempt> w = backend_->begin_write();
         Mutation m;
         auto answer = plan(static_cast<RecordReader &>(*w), m);
-        if (w->apply(m)) return answer;
+        const auto started = std::chrono::steady_clock::now();
+        const bool applied = w->apply(m);
+        if (write_observer_) {
+            write_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        }
+        if (applied) return answer;
         if (attempt == kWriteAttempts)
             throw StoreError(StoreError::Kind::kBusy, "",
                              "the store kept changing under this write; nothing was written, retry");

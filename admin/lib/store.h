@@ -116,6 +116,13 @@ public:
         backend_->set_write_wait_limit(limit);
     }
 
+    // Told how long each applied write took (the commit included: LMDB's
+    // fsync, or etcd's txn), for keyauthd's /metrics. Set before serving.
+    void set_write_observer(std::function<void(double seconds)> observe) {
+        write_observer_ = std::move(observe);
+    }
+    StoreGauges gauges() { return backend_->gauges(); }
+
     // Every write below records an audit event in the same transaction,
     // naming `actor`; a write that changes nothing records none.
 
@@ -196,6 +203,7 @@ private:
 
     std::unique_ptr<StoreBackend> backend_;
     std::function<int64_t()> clock_;
+    std::function<void(double)> write_observer_;
 };
 
 int64_t wall_clock_ms();

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -41,6 +42,15 @@ public:
     virtual bool apply(const Mutation &m) = 0;
 };
 
+// What keyauthd's /metrics shows of the store; a backend fills what it
+// can tell cheaply (etcd: nothing).
+struct StoreGauges {
+    std::optional<uint64_t> map_bytes;   // the LMDB map's size
+    std::optional<uint64_t> used_bytes;  // pages in use (the file's high-water mark)
+    std::optional<uint64_t> keys;        // key records
+    std::optional<uint64_t> accounts;    // account records
+};
+
 class StoreBackend {
 public:
     virtual ~StoreBackend() = default;
@@ -51,6 +61,7 @@ public:
     virtual void set_write_wait_limit(std::chrono::milliseconds limit) = 0;
     // How many new keys one mutation may hold (the etcd backend's txn limit).
     virtual size_t max_keys_per_write() const = 0;
+    virtual StoreGauges gauges() { return {}; }
 };
 
 }  // namespace keyauth
