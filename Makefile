@@ -118,8 +118,19 @@ define apt_install
 	fi
 endef
 
+# tools/openapi: the OpenAPI linter and validator t/24-openapi.t runs (npm,
+# pinned by its package-lock.json; Node.js comes with the machine image, or
+# from Debian if it is missing).
+OPENAPI_TOOLS := tools/openapi
+
 deps:
 	$(call apt_install,$(APT_PKGS))
+	@command -v npm >/dev/null || { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+	@[ -x $(OPENAPI_TOOLS)/node_modules/.bin/redocly ] || { \
+	  echo "make deps: npm ci in $(OPENAPI_TOOLS)"; \
+	  cd $(OPENAPI_TOOLS) && npm ci --no-audit --no-fund --loglevel=error >/dev/null; }
 
 # The benchmark's peers and tools on top: valgrind for callgrind, and the
 # Lua module for the Kong-style peer (loaded only by the bench's own nginx).
