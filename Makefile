@@ -60,7 +60,8 @@ NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
 APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1g-dev libssl-dev \
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
-              etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev prometheus
+              etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev prometheus \
+              chromium chromium-driver python3-selenium
 BENCH_PKGS := valgrind libnginx-mod-http-lua
 
 .PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared fuzz fuzz-short clean

@@ -77,6 +77,9 @@ Logs: $VAR/logs/. Ctrl-C stops both. Try (the README walks through each step):
   curl -s http://127.0.0.1:$PORT/v1/ip/8.8.8.8 -H "Authorization: Bearer \$KEY"
   curl -s http://127.0.0.1:$PORT/api/plans
 
+Or open the developer console page, http://127.0.0.1:$PORT/console/, and sign in
+with the console token (cat $VAR/console-token).
+
 MSG
 
 wait -n "${pids[@]}" || true

@@ -1,0 +1,74 @@
+# The developer console page (console/, served as nginx_conf/console_page.conf
+# says) in real headless Chromium: sign in with a console token (kept in
+# sessionStorage only), the plan catalog with USD prices, create a key (the
+# secret shown once with its warning) that works at the edge, revoke it with
+# the confirmation, and the edge refuses it; the audit list shows both. The
+# screenshot goes to docs/console.png when KEYAUTH_SCREENSHOT is set.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use JSON::PP qw(decode_json);
+use KeyauthTest;
+
+my $driver = "$FindBin::Bin/lib/console_browser.py";
+plan skip_all => 'chromium, chromium-driver or python3-selenium missing (make deps installs them)'
+    unless -x '/usr/bin/chromium' && -x '/usr/bin/chromedriver'
+        && system('/usr/bin/python3', '-c', 'import selenium') == 0;
+
+my $root = KeyauthTest::root();
+my $t = KeyauthTest->new;
+my $acc = $t->account(entitlement => 600);
+$t->start_keyauthd;
+$t->start_nginx(http => "keyauth_zone keys:1m;\n" . $t->console_http, locations => $t->console_locations . <<"LOC");
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+        location /api/plans { keyauth off; keyauth_plans; }
+        location /console/ {
+            alias $root/console/;
+            include $root/nginx_conf/console_page.conf;
+        }
+        location = /console { keyauth off; return 301 /console/; }
+LOC
+$t->ctl('plans', 'import', "$root/lmdb_schema/plans.json");
+$t->ctl('fx', 'set', '83.50');
+
+subtest 'the page as nginx serves it' => sub {
+    my $res = $t->request(GET => '/console/');
+    is $res->{status}, 200, 'GET /console/';
+    like KeyauthTest::header($res, 'Content-Security-Policy') // '', qr/default-src 'none'; script-src 'self'/,
+        'a Content-Security-Policy that allows its own script only';
+    is $t->request(GET => '/console')->{status}, 301, '/console redirects';
+    is $t->request(POST => '/console/')->{status}, 403, 'only GET';
+    is $t->request(GET => '/console/console.js')->{status}, 200, 'the script';
+};
+
+my $shot = $ENV{KEYAUTH_SCREENSHOT} // $t->dir . '/console.png';
+my $base = 'http://127.0.0.1:' . $t->port;
+my $out = `/usr/bin/python3 $driver $base $acc->{consoleToken} $shot 2>&1`;
+is $? >> 8, 0, 'the browser ran the flow' or diag $out;
+my ($json) = $out =~ /^(\{.*\})$/m;
+my $seen = eval { decode_json($json // '') } // {};
+
+is $seen->{plans}, 10, 'the catalog: ten plans';
+my $fx = decode_json($t->request(GET => '/api/plans')->{body})->{plans}[0]{exchangeRate};
+is $seen->{fx}, $fx, "with the current exchange rate ($fx)";
+ok $seen->{app_hidden_before_sign_in}, 'nothing of the account before signing in';
+ok $seen->{token_in_session_storage}, 'the token in sessionStorage';
+ok !$seen->{token_in_local_storage}, 'nothing in localStorage';
+is $seen->{cookies}, 0, 'no cookie';
+is $seen->{secret_prefix}, 'ka_', 'a new secret is shown';
+like $seen->{warning} // '', qr/shown once.*server-side secret store/s, 'with the warning';
+is_deeply [@{ $seen->{row} // [] }[0, 3, 4]], ['from the browser', '120', 'active'], 'the key is listed';
+is $seen->{edge_after_create}, 200, 'the new key works at the edge';
+ok $seen->{secret_gone}, 'dismissed, the secret leaves the page';
+like $seen->{confirmation} // '', qr/^Revoke "from the browser"/, 'revoking asks first';
+is $seen->{status_after_revoke}, 'revoked', 'the list shows it revoked';
+is $seen->{edge_after_revoke}, 401, 'and the edge refuses it';
+is_deeply [sort @{ $seen->{audit} // [] }[0, 1]], ['key.create', 'key.revoke'], 'the audit list shows both';
+ok !$seen->{page_text_has_secret}, 'the secret is nowhere on the page afterwards';
+is $seen->{token_after_sign_out}, undef, 'signing out forgets the token';
+is_deeply $seen->{console_errors} // [], [], 'no error in the browser console (CSP included)';
+ok -s $shot, "a screenshot: $shot";
+
+done_testing;
