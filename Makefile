@@ -27,7 +27,9 @@ INCS       := -Isrc/core -Ilmdb_schema -Iadmin/lib $(PKG_CFLAGS)
 TEST_INCS  := -Iadmin/keyauthd -Iadmin/keyauthctl -Iadmin/syncd $(GTEST_CFLAGS)
 # -MMD -MP: each object lists the headers it read (build/**/*.d, included below).
 DEPFLAGS   := -MMD -MP
-CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS)
+# EXTRA_CXXFLAGS / EXTRA_LDFLAGS: a packager's flags (debian/rules passes
+# dpkg-buildflags' hardening ones).
+CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS) $(EXTRA_CXXFLAGS)
 SAN_FLAGS  := $(DEPFLAGS) $(CXXSTD) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all $(WARN) $(INCS)
 
@@ -63,8 +65,11 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev prometheus \
               chromium chromium-driver python3-selenium
 BENCH_PKGS := valgrind libnginx-mod-http-lua
+# make deb / make test-deb: Debian's packaging tools (dh_nginx and the
+# nginx_mod build system come with nginx-dev)
+DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -103,6 +108,8 @@ help:
 	@echo "make bench        wrk + callgrind against peers (bench/RESULTS.md)"
 	@echo "make bench-edges  many-edge figures: revocation propagation, syncd catch-up, bootstrap at 1M keys"
 	@echo "make bench-shared keyauth_shared_limits: Redis traffic at 10k active keys, overshoot of one key on 3 edges"
+	@echo "make deb          the Debian packages (libnginx-mod-http-keyauth, keyauth) into build/deb/, lintian'd"
+	@echo "make test-deb     make deb, then install them, run the stack as the units would, purge (root; CI runs it)"
 	@echo "make soak         SOAK_SECONDS (600) of load with keys churning"
 	@echo "make clean        remove build/"
 
@@ -125,7 +132,7 @@ endef
 OPENAPI_TOOLS := tools/openapi
 
 deps:
-	$(call apt_install,$(APT_PKGS))
+	$(call apt_install,$(APT_PKGS) $(DEB_PKGS))
 	@command -v npm >/dev/null || { \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
@@ -227,13 +234,17 @@ e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
 
 $(BUILD)/keyauthctl: $(call obj,obj,$(KEYAUTHCTL_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
-	$(CXX) -o $@ $^ $(LIBS)
+	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/keyauthd: $(call obj,obj,$(KEYAUTHD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
-	$(CXX) -o $@ $^ $(LIBS) -pthread
+	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS) -pthread
 
 $(BUILD)/keyauth-syncd: $(call obj,obj,$(SYNCD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
-	$(CXX) -o $@ $^ $(LIBS) -pthread
+	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS) -pthread
+
+# The three programs without the module (debian/rules builds the module
+# with nginx-dev's nginx_mod build system).
+programs: $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd
 
 $(BUILD)/unit_tests: $(TEST_OBJS) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) $(GTEST_LIBS)
@@ -306,6 +317,25 @@ bench-edges: deps
 bench-shared: deps
 	@$(MAKE) --no-print-directory all
 	@bench/shared-limits.pl
+
+# The packages, from the tracked files (a clean tree, whatever build/
+# holds), with dpkg-buildpackage; lintian must find no error and no warning
+# that debian/*.lintian-overrides does not explain.
+DEB_DIR := $(BUILD)/deb
+
+deb: deps
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/keyauth
+	@git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/src/keyauth
+	@echo "make deb: dpkg-buildpackage (log: $(DEB_DIR)/build.log)"
+	@cd $(DEB_DIR)/src/keyauth && dpkg-buildpackage -b --no-sign -j2 > $(CURDIR)/$(DEB_DIR)/build.log 2>&1 \
+	  || { tail -40 $(CURDIR)/$(DEB_DIR)/build.log; exit 1; }
+	@mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.changes $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/
+	@ls $(DEB_DIR)/*.deb
+	@lintian --fail-on error,warning $(DEB_DIR)/*.changes \
+	  | tee $(DEB_DIR)/lintian.log
+
+test-deb: deb
+	prove --exec '' t/deb/install-and-run :: $(DEB_DIR)
 
 clean:
 	rm -rf $(BUILD)
