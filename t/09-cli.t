@@ -373,4 +373,27 @@ for my $help ('-h', '--help') {
     ok !-e $db, 'no store was created';
 }
 
+# A bulk create shows its progress on a terminal (util-linux's script gives
+# it one) and stays quiet in a script.
+SKIP: {
+    skip 'no script(1)', 4 unless -x '/usr/bin/script';
+    my $bulk = KeyauthTest->new;
+    my $acc = $bulk->account(entitlement => 100);
+    my $ctl = KeyauthTest::build_dir() . '/keyauthctl';
+    my $dir = $bulk->dir;
+    my @cmd = ($ctl, '--db', $bulk->db, 'key', 'create', '--account', $acc->{id}, '--name', 'bulk',
+               '--scope', 'ip:read', '--rate', '10', '--count', '70000');
+    my $line = join ' ', @cmd;
+    # script copies the terminal to its own output too: not into the TAP stream
+    system("/usr/bin/script -qec '$line > $dir/keys.out' $dir/typescript </dev/null >/dev/null 2>&1") == 0
+        or diag 'script failed';
+    my $tty = do { local (@ARGV, $/) = ("$dir/typescript"); <> } // '';
+    like $tty, qr/keyauthctl: 65536 of 70000 keys made \(93%\)/, 'on a terminal: how many are made';
+    like $tty, qr/keyauthctl: 70000 of 70000 keys committed \(100%\)/, '... and when they are committed';
+    my $err = `$line 2>&1 >/dev/null`;
+    is $err, '', 'in a script: nothing on stderr';
+    my $keys = () = do { local (@ARGV, $/) = ("$dir/keys.out"); <> } =~ /ka_[0-9A-Za-z]{30,}/g;
+    is $keys, 70000, 'every secret on standard output, none in the progress';
+}
+
 done_testing;

@@ -10,6 +10,18 @@
 
 namespace keyauthctl {
 
+TerminalProgress::TerminalProgress() : on_(isatty(STDERR_FILENO) == 1) {}
+
+TerminalProgress::~TerminalProgress() {
+    if (drawn_) std::cerr << "\r\033[K" << std::flush;
+}
+
+void TerminalProgress::say(const std::string &line) {
+    if (!on_) return;
+    std::cerr << "\r\033[K" << line << std::flush;
+    drawn_ = true;
+}
+
 using keyauth::Id;
 using nlohmann::json;
 

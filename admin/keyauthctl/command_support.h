@@ -27,6 +27,21 @@ nlohmann::json key_json(keyauth::Store &store, const keyauth::KeyRecord &key);
 // One line of key list: id, prefix, status, effective rate, scopes, name.
 std::string key_line(const nlohmann::json &k);
 
+// A long operation's progress on standard error, one line rewritten in
+// place, when standard error is a terminal; nothing at all in a script.
+class TerminalProgress {
+public:
+    TerminalProgress();
+    ~TerminalProgress();  // ends the line it drew
+    TerminalProgress(const TerminalProgress &) = delete;
+    TerminalProgress &operator=(const TerminalProgress &) = delete;
+    void say(const std::string &line);
+
+private:
+    bool on_;
+    bool drawn_ = false;
+};
+
 // The positional id of an account or key command (its third word).
 keyauth::Id account_arg(const Args &a);
 keyauth::Id key_arg(const Args &a);

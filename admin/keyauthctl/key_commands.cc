@@ -54,11 +54,21 @@ int key_create(keyauth::Store &store, const Args &a) {
         if (a.as_json) std::cout << (made_total ? "\n]}\n" : "]}\n");
         std::cout.flush();
     };
+    const size_t total = left;
+    TerminalProgress progress;  // on a terminal only: scripts see the keys alone
+    auto say = [&](size_t done, const char *doing) {
+        progress.say("keyauthctl: " + std::to_string(done) + " of " + std::to_string(total) + " keys " +
+                     doing + " (" + std::to_string(done * 100 / total) + "%)");
+    };
     try {
         while (left > 0) {
             size_t batch = std::min({left, store.max_keys_per_write(), kMaxKeysPerTxn});
-            auto made = store.create_keys(account, spec, batch, actor);
+            const size_t before = made_total;
+            auto made = store.create_keys(account, spec, batch, actor, [&](size_t n) {
+                say(before + n, n < batch ? "made" : "made, writing them");
+            });
             left -= batch;
+            say(before + batch, "committed");
             // each key written as it is formatted: no batch-sized buffer to fail on
             for (const auto &k : made) {
                 std::string text;

@@ -532,7 +532,8 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view n
 }
 
 std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spec, size_t count,
-                                           const Actor &actor) {
+                                           const Actor &actor,
+                                           const std::function<void(size_t made)> &progress) {
     validate_name(spec.name);
     validate_scopes(spec.scopes);
     validate_rate(spec.requested_rpm, "rateLimitPerMinute");
@@ -558,7 +559,9 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         for (size_t i = 0; i < count; i++) {
             now = clock_();
             made.push_back(put_new_key(m, account, spec, ids.next(now), now));
+            if (progress && (i + 1) % 65536 == 0) progress(i + 1);
         }
+        if (progress) progress(count);
         std::vector<AuditEvent> events;
         AuditEvent &e = audit(events, actor, now, account, "key.create", "key",
                               id_to_string(kKeyIdPrefix, made.front().key.key_id));

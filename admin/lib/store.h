@@ -153,9 +153,12 @@ public:
                           const std::vector<std::string> &scopes, uint32_t requested_rpm);
     // `count` keys alike in one transaction (provisioning, load tests), at
     // most max_keys_per_write() (etcd: 40; a caller creating more pages).
-    // One audit event names the first and the count.
+    // One audit event names the first and the count. `made` (optional) is
+    // told how many keys are made so far, every 65,536 and at the end,
+    // before they are written.
     std::vector<CreatedKey> create_keys(const Id &account, const KeySpec &spec, size_t count,
-                                        const Actor &actor = {});
+                                        const Actor &actor = {},
+                                        const std::function<void(size_t made)> &made = {});
     std::vector<CreatedKey> create_keys(const Id &account, std::string_view name,
                                         const std::vector<std::string> &scopes,
                                         uint32_t requested_rpm, size_t count);

@@ -106,6 +106,8 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
     int64_t revision = 0;
     std::optional<std::string> refused;  // by apply_records or LMDB
     std::exception_ptr failed;            // anything else
+    // a long rebuild (millions of keys) says how far it is every 5 s
+    auto next_progress = t0 + std::chrono::seconds(5);
     etcd::Status s;
     // every range at the revision the first one was read at: one snapshot
     for (etcd::RangeRequest &range : snapshot_ranges(options_.prefix)) {
@@ -116,6 +118,10 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
                 if (page.kvs.empty()) return true;
                 try {
                     rb->add(batch_of_kvs(options_.prefix, page.kvs).changes);
+                    if (Clock::now() >= next_progress) {
+                        log_event("rebuild progress", {{"records", rb->records()}, {"ms", ms_since(t0)}});
+                        next_progress = Clock::now() + std::chrono::seconds(5);
+                    }
                 } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
                     refused = e.what();
                     return false;
