@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ids.h"
+#include "rate_table_memory.h"
 #include "keyauth_core.h"
 
 using namespace keyauth;
@@ -17,12 +18,8 @@ namespace {
 
 constexpr uint64_t kNow = 5'000 * kNanosPerSecond;
 
-struct Table {
-    explicit Table(size_t slots)
-        : mem(RateTable::kHeaderBytes + slots * RateTable::kSlotBytes) {
-        EXPECT_TRUE(RateTable::format(mem.data(), mem.size()));
-        table = RateTable::attach(mem.data(), mem.size());
-    }
+struct Table : keyauth::testing::RateTableMemory {
+    explicit Table(size_t slots) : RateTableMemory(slots) {}
     RateCheck check(const Id &id, uint32_t rate, uint64_t now = kNow) {
         return table->check(id.data(), GcraParams::per_minute(rate), now, lock);
     }
@@ -31,12 +28,6 @@ struct Table {
         for (int i = 0; i < tries; i++) n += check(id, rate, now).decision.allowed;
         return n;
     }
-
-    std::vector<unsigned char> mem;
-    RateTable *table;
-    std::mutex mu;
-    RateLock lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
-                  [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
 };
 
 Id id_n(uint64_t n) {

@@ -9,6 +9,7 @@
 
 #include "gcra.h"
 #include "rate_table.h"
+#include "rate_table_memory.h"
 #include "redis_server.h"
 #include "shared_exchange.h"
 #include "spent_batch.h"
@@ -20,12 +21,8 @@ namespace {
 
 constexpr uint64_t kNow = 5'000 * kNanosPerSecond;
 
-struct Table {
-    explicit Table(size_t slots = 64)
-        : mem(RateTable::kHeaderBytes + slots * RateTable::kSlotBytes) {
-        EXPECT_TRUE(RateTable::format(mem.data(), mem.size()));
-        table = RateTable::attach(mem.data(), mem.size());
-    }
+struct Table : keyauth::testing::RateTableMemory {
+    explicit Table(size_t slots = 64) : RateTableMemory(slots) {}
     RateCheck check(const unsigned char *id, uint32_t rate, bool share, uint64_t now = kNow) {
         return table->check(id, GcraParams::per_minute(rate), now, lock, share);
     }
@@ -48,12 +45,6 @@ struct Table {
             &out);
         return out;
     }
-
-    std::vector<unsigned char> mem;
-    RateTable *table;
-    std::mutex mu;
-    RateLock lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
-                  [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
 };
 
 const unsigned char kKeyA[KA_ID_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "prometheus_text.h"
 #include "store.h"
 
 namespace keyauth {
@@ -19,18 +20,6 @@ std::string number(double v, int digits = 6) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*g", digits, v);
     return buf;
-}
-
-void help(std::string &out, const char *name, const char *type, const char *text) {
-    out += "# HELP ";
-    out += name;
-    out += ' ';
-    out += text;
-    out += "\n# TYPE ";
-    out += name;
-    out += ' ';
-    out += type;
-    out += '\n';
 }
 
 }  // namespace
@@ -88,25 +77,23 @@ void ConsoleMetrics::observe_write(double seconds) {
 std::string ConsoleMetrics::render(const StoreGauges &store) const {
     std::string out;
     std::lock_guard<std::mutex> lock(mu_);
-    help(out, "keyauthd_requests_total", "counter",
+    metric_family(out, "keyauthd_requests_total", "counter",
          "Requests answered, by route template, method and status.");
     for (const auto &[k, n] : requests_) {
         const auto &[route, method, status] = k;
         out += "keyauthd_requests_total{route=\"" + route + "\",method=\"" + method + "\",status=\"" +
                std::to_string(status) + "\"} " + std::to_string(n) + "\n";
     }
-    help(out, "keyauthd_request_duration_seconds", "histogram",
+    metric_family(out, "keyauthd_request_duration_seconds", "histogram",
          "From the end of a request's head to its answer, by route template.");
     for (const auto &[route, h] : latency_) {
         h.render(out, "keyauthd_request_duration_seconds", "route=\"" + route + "\"");
     }
-    help(out, "keyauthd_store_write_seconds", "histogram",
+    metric_family(out, "keyauthd_store_write_seconds", "histogram",
          "Store writes (one transaction each, the durable commit included).");
     writes_.render(out, "keyauthd_store_write_seconds", "");
     auto gauge = [&out](const char *name, const char *text, const std::optional<uint64_t> &v) {
-        if (!v) return;
-        help(out, name, "gauge", text);
-        out += std::string(name) + " " + std::to_string(*v) + "\n";
+        if (v) metric(out, name, "gauge", text, std::to_string(*v));
     };
     gauge("keyauthd_store_map_bytes", "The LMDB map's size.", store.map_bytes);
     gauge("keyauthd_store_used_bytes", "LMDB pages in use, in bytes.", store.used_bytes);
@@ -117,15 +104,8 @@ std::string ConsoleMetrics::render(const StoreGauges &store) const {
 
 HttpResponse ConsoleMetrics::handle(const HttpRequest &request, Store &store) const noexcept {
     try {
-        if (request.method != "GET") {
-            HttpResponse r = json_error(405, "METHOD_NOT_ALLOWED", "only GET is allowed here");
-            r.headers.emplace_back("Allow", "GET");
-            return r;
-        }
-        HttpResponse r;
-        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        r.body = render(store.gauges());
-        return r;
+        if (request.method != "GET") return metrics_method_not_allowed();
+        return metrics_response(request, render(store.gauges()));
     } catch (const std::exception &e) {
         HttpResponse r = json_error(500, "INTERNAL_ERROR", "the metrics could not be read");
         r.internal_error = e.what();

@@ -5,29 +5,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "prometheus_text.h"
+
 namespace keyauth::syncd {
 namespace {
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Metrics::Clock::now().time_since_epoch())
         .count();
-}
-
-void metric(std::string &out, const char *name, const char *type, const char *help,
-            const std::string &value) {
-    out += "# HELP ";
-    out += name;
-    out += ' ';
-    out += help;
-    out += "\n# TYPE ";
-    out += name;
-    out += ' ';
-    out += type;
-    out += '\n';
-    out += name;
-    out += ' ';
-    out += value;
-    out += '\n';
 }
 
 std::string seconds_text(double s) {
@@ -83,18 +68,8 @@ HttpResponse Metrics::handle(const HttpRequest &request) const noexcept {
     try {
         const bool known = request.path == "/metrics" || request.path == "/healthz";
         if (!known) return json_error(404, "NOT_FOUND", "no such path: /metrics and /healthz only");
-        if (request.method != "GET") {
-            HttpResponse r = json_error(405, "METHOD_NOT_ALLOWED", "only GET is allowed here");
-            r.headers.emplace_back("Allow", "GET");
-            return r;
-        }
-        if (request.path == "/metrics") {
-            HttpResponse r;
-            r.status = 200;
-            r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-            r.body = text();
-            return r;
-        }
+        if (request.method != "GET") return metrics_method_not_allowed();
+        if (request.path == "/metrics") return metrics_response(request, text());
         if (!complete()) {
             return json_error(503, "NOT_READY", "the store holds no complete snapshot of etcd yet");
         }
