@@ -39,6 +39,9 @@ $t->start_nginx(
         location = /status { keyauth_status; }
 LOC
 
+my %exposed;  # every metric name the three programs expose
+sub note_names { $exposed{$1} = 1 while $_[0] =~ /^([a-z_]+)(?:\{| )/mg }
+
 sub console {
     my ($method, $path, $body) = @_;
     my @h = ("Authorization: Bearer $token");
@@ -59,6 +62,7 @@ subtest "keyauthd's /metrics" => sub {
     is $res->{status}, 200, 'GET /metrics on the listener';
     like KeyauthTest::header($res, 'Content-Type'), qr{^text/plain; version=0\.0\.4}, 'Prometheus text';
     my $m = $res->{body};
+    note_names($m);
     my ($rc, $out) = promtool($m);
     is $rc, 0, 'promtool check metrics: exit 0';
     is $out, '', '... and nothing to say' or diag $out;
@@ -87,6 +91,7 @@ subtest "the edge's keyauth_status, with keyauth_shared_limits" => sub {
     ok wait_until(sub { $t->request(GET => '/status')->{body} =~ /^keyauth_shared_limits_up 1$/m }, 30,
                   'the exchange'), 'sharing';
     my $m = $t->request(GET => '/status')->{body};
+    note_names($m);
     like $m, qr/^keyauth_requests_total\{outcome="ok"\} 1$/m, 'the request counted';
     like $m, qr/^keyauth_shared_limits_edge_info\{edge="[0-9a-f]{16}"\} 1$/m, 'edge info';
     my ($rc, $out) = promtool($m);
@@ -102,9 +107,28 @@ subtest "keyauth-syncd's /metrics" => sub {
     ok $edge->wait_synced, 'synced';
     my $res = http_request($edge->syncd_port, GET => '/metrics');
     is $res->{status}, 200, 'GET /metrics';
+    note_names($res->{body});
     my ($rc, $out) = promtool($res->{body});
     is $rc, 0, 'promtool check metrics: exit 0';
     is $out, '', '... and nothing to say' or diag $out;
+};
+
+subtest 'docs/grafana-dashboard.json: valid PromQL over metrics that exist' => sub {
+    my $dash = decode_json(do { local (@ARGV, $/) = (KeyauthTest::root() . '/docs/grafana-dashboard.json'); <> });
+    my @exprs = map { $_->{expr} } map { @{ $_->{targets} } } @{ $dash->{panels} };
+    cmp_ok scalar @exprs, '>=', 10, scalar(@exprs) . ' queries';
+    my ($fh, $rules) = tempfile(UNLINK => 1, SUFFIX => '.yml');
+    print $fh "groups:\n  - name: dashboard\n    rules:\n";
+    my $i = 0;
+    print $fh "      - record: dashboard:q$i\n        expr: " . encode_json($_) . "\n" and $i++ for @exprs;
+    close $fh;
+    my $out = `promtool check rules $rules 2>&1`;
+    is $? >> 8, 0, 'promtool check rules: every query parses' or diag $out;
+    my %used;
+    my $all = join ' ', @exprs;
+    $used{$1} = 1 while $all =~ /\b(keyauth[a-z_]*)/g;
+    my @missing = grep { !$exposed{$_} } sort keys %used;
+    is_deeply \@missing, [], 'every metric it uses is exposed by the edge, keyauthd or keyauth-syncd';
 };
 
 done_testing;
