@@ -67,6 +67,17 @@ function rfc3339(local) {
 
 function scopesOf(text) { return text.split(/[\s,]+/).filter(Boolean); }
 
+// ?limit=&cursor= of the page the cursors stack ends with
+function pageQuery(cursors) {
+  const cursor = cursors[cursors.length - 1];
+  return '?limit=' + PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+}
+
+function setNext(button, nextCursor) {
+  $(button).disabled = !nextCursor;
+  $(button).dataset.cursor = nextCursor || '';
+}
+
 function showSecret(key) {
   $('secret').textContent = key.secret;
   $('secret-box').hidden = false;
@@ -74,9 +85,7 @@ function showSecret(key) {
 }
 
 async function loadKeys() {
-  const cursor = keyCursors[keyCursors.length - 1];
-  const q = '?limit=' + PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
-  const page = await api('GET', '/v1/keys' + q);
+  const page = await api('GET', '/v1/keys' + pageQuery(keyCursors));
   const rows = $('key-rows');
   rows.replaceChildren();
   for (const k of page.keys) {
@@ -101,14 +110,11 @@ async function loadKeys() {
     }
     rows.appendChild(tr);
   }
-  $('keys-next').disabled = !page.nextCursor;
-  $('keys-next').dataset.cursor = page.nextCursor || '';
+  setNext('keys-next', page.nextCursor);
 }
 
 async function loadAudit() {
-  const cursor = auditCursors[auditCursors.length - 1];
-  const q = '?limit=' + PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
-  const page = await api('GET', '/v1/audit' + q);
+  const page = await api('GET', '/v1/audit' + pageQuery(auditCursors));
   const rows = $('audit-rows');
   rows.replaceChildren();
   for (const e of page.events) {
@@ -121,8 +127,7 @@ async function loadAudit() {
       .map(([f, c]) => f + ': ' + JSON.stringify(c.from) + ' → ' + JSON.stringify(c.to)).join('; '));
     rows.appendChild(tr);
   }
-  $('audit-next').disabled = !page.nextCursor;
-  $('audit-next').dataset.cursor = page.nextCursor || '';
+  setNext('audit-next', page.nextCursor);
 }
 
 async function loadPlans() {
