@@ -19,7 +19,10 @@
 #include <assert.h> /* static_assert in C11 */
 #endif
 
-#define KA_SCHEMA_VERSION 1u
+/* 2: schema 1 plus the key_slots table (below). Readers read 1 and 2;
+ * writers upgrade a store of 1 to 2 when they open it. */
+#define KA_SCHEMA_VERSION 2u
+#define KA_SCHEMA_VERSION_MIN_READ 1u
 
 /* Named databases of the environment. */
 #define KA_DB_KEYS_BY_HASH   "keys_by_hash"   /* SHA-256(secret) -> key record */
@@ -30,7 +33,8 @@
 #define KA_DB_PLANS          "plans"          /* plan id -> plan record */
 #define KA_DB_META           "meta"           /* ASCII name -> value */
 #define KA_DB_AUDIT          "audit"          /* account id ++ event id -> audit event */
-#define KA_DB_COUNT          8
+#define KA_DB_KEY_SLOTS      "key_slots"      /* the hot table: header, and chunks of slots */
+#define KA_DB_COUNT          9
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */
@@ -296,5 +300,71 @@ static_assert(offsetof(struct ka_usage_record_v1, allowed) == 8, "layout");
 static_assert(offsetof(struct ka_usage_record_v1, rate_limited) == 16, "layout");
 static_assert(offsetof(struct ka_usage_record_v1, last_used_ms) == 24, "layout");
 static_assert(sizeof(struct ka_usage_record_v1) == KA_USAGE_RECORD_SIZE, "layout");
+
+/* ---- key_slots: the hot table (schema 2) ------------------------------ */
+
+/* An open-addressing table over every key, derived from keys_by_hash by the
+ * writers: the edge finds a key in one or two cache lines at any store size.
+ * key_slots holds KA_KEY_SLOTS_HEADER_KEY -> header, and u32 big-endian chunk
+ * number -> chunk (chunk_slots slots of KA_KEY_SLOT_SIZE bytes, the whole
+ * value). Slot i lives in chunk i / chunk_slots at (i % chunk_slots) * 64.
+ * A key whose hash starts with the big-endian u64 h has its home slot at
+ * (h * capacity) >> 64 and sits at the first slot from there, going up (no
+ * wrap-around), that is empty or holds its fingerprint; no slot lies more
+ * than max_probe - 1 past its home. */
+#define KA_KEY_SLOTS_V1          1u
+#define KA_KEY_SLOTS_HEADER_KEY  "header"
+#define KA_KEY_SLOT_SIZE         64
+#define KA_KEY_SLOT_FINGERPRINT  16   /* bytes 0-15 of SHA-256(secret) */
+#define KA_KEY_SLOT_SCOPE_BYTES  10
+#define KA_KEY_SLOTS_MAX_PROBE   4096 /* a reader never looks further */
+
+struct ka_key_slots_header_v1 {
+    uint16_t version;      /* KA_KEY_SLOTS_V1 */
+    uint16_t slot_size;    /* KA_KEY_SLOT_SIZE */
+    uint32_t chunk_slots;  /* slots a chunk */
+    uint64_t capacity;     /* home slots: 0 .. capacity - 1 */
+    uint64_t slots;        /* slots in all chunks: > capacity, a multiple of chunk_slots */
+    uint64_t count;        /* slots in use */
+    uint32_t max_probe;    /* 1 + the largest distance of a slot from its home */
+    uint32_t reserved;     /* 0 */
+};
+
+#define KA_KEY_SLOTS_HEADER_SIZE 40
+
+static_assert(offsetof(struct ka_key_slots_header_v1, chunk_slots) == 4, "layout");
+static_assert(offsetof(struct ka_key_slots_header_v1, capacity) == 8, "layout");
+static_assert(offsetof(struct ka_key_slots_header_v1, slots) == 16, "layout");
+static_assert(offsetof(struct ka_key_slots_header_v1, count) == 24, "layout");
+static_assert(offsetof(struct ka_key_slots_header_v1, max_probe) == 32, "layout");
+static_assert(sizeof(struct ka_key_slots_header_v1) == KA_KEY_SLOTS_HEADER_SIZE, "layout");
+
+enum ka_key_slot_state {
+    KA_SLOT_EMPTY     = 0,
+    KA_SLOT_INLINE    = 1, /* the fields below are the key's */
+    KA_SLOT_IN_RECORD = 2  /* read keys_by_hash by the whole hash: the key's
+                              fields do not fit, or keys share the fingerprint */
+};
+
+struct ka_key_slot_v1 {
+    uint8_t  state;                   /* enum ka_key_slot_state */
+    uint8_t  status;                  /* enum ka_key_status */
+    uint8_t  scope_count;
+    uint8_t  scopes_bytes;            /* <= KA_KEY_SLOT_SCOPE_BYTES */
+    uint32_t requested_rpm;
+    uint8_t  fingerprint[KA_KEY_SLOT_FINGERPRINT];
+    uint8_t  key_id[KA_ID_LEN];       /* also the rate id: a rolled key is IN_RECORD */
+    uint8_t  account_id[KA_ID_LEN];
+    uint8_t  expires_ms[6];           /* u48, 0 = never */
+    uint8_t  scopes[KA_KEY_SLOT_SCOPE_BYTES]; /* (u8 length, bytes) entries */
+};
+
+static_assert(offsetof(struct ka_key_slot_v1, requested_rpm) == 4, "layout");
+static_assert(offsetof(struct ka_key_slot_v1, fingerprint) == 8, "layout");
+static_assert(offsetof(struct ka_key_slot_v1, key_id) == 24, "layout");
+static_assert(offsetof(struct ka_key_slot_v1, account_id) == 36, "layout");
+static_assert(offsetof(struct ka_key_slot_v1, expires_ms) == 48, "layout");
+static_assert(offsetof(struct ka_key_slot_v1, scopes) == 54, "layout");
+static_assert(sizeof(struct ka_key_slot_v1) == KA_KEY_SLOT_SIZE, "layout");
 
 #endif /* KEYAUTH_SCHEMA_H */

@@ -72,7 +72,7 @@ subtest 'schema version from the future: fail closed' => sub {
     my $acc = $t->account;
     my $key = $t->key(account => $acc->{id});
     my $n = patch_data_file($t->db, 'schema_version', length('schema_version'), "\x09\x00\x00\x00",
-                            sub { substr($_[0], $_[1] + 14, 4) eq "\x01\x00\x00\x00" });
+                            sub { substr($_[0], $_[1] + 14, 4) eq "\x02\x00\x00\x00" });
     ok $n >= 1, "schema version patched to 9 ($n copies)";
     $t->start_nginx(no_init => 1, locations => $locations);
     my $res = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
@@ -87,7 +87,8 @@ subtest 'schema version from the future: fail closed' => sub {
 subtest 'key record of an unknown layout version: that key is invalid' => sub {
     my $t = KeyauthTest->new;
     my $acc = $t->account;
-    my $key = $t->key(account => $acc->{id});
+    # two scopes do not fit a key_slots slot: the edge reads the record
+    my $key = $t->key(account => $acc->{id}, scopes => ['ip:read', 'geo:read']);
     my $good = $t->key(account => $acc->{id});
     (my $hex = $key->{id}) =~ s/^key_//;
     my $id = pack 'H*', $hex;
@@ -103,6 +104,33 @@ subtest 'key record of an unknown layout version: that key is invalid' => sub {
         'logged at error level with the version';
     is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $good->{secret}")->{status}, 200,
         'other keys are unaffected';
+};
+
+subtest 'a corrupt key slot: that key is invalid' => sub {
+    my $t = KeyauthTest->new;
+    my $acc = $t->account;
+    my $key = $t->key(account => $acc->{id});
+    my $good = $t->key(account => $acc->{id});
+    (my $hex = $key->{id}) =~ s/^key_//;
+    my $id = pack 'H*', $hex;
+    # the slot: u8 state (1, inline), u8 status (1), ... key id at offset 24
+    my $n = patch_data_file($t->db, $id, -23, "\x07",
+                            sub { $_[1] >= 24 && substr($_[0], $_[1] - 24, 2) eq "\x01\x01" });
+    ok $n >= 1, "slot status patched ($n copies)";
+    $t->start_nginx(no_init => 1, locations => $locations);
+    my $res = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");
+    is $res->{status}, 401, 'status is 401';
+    is code_of($res), 'INVALID_API_KEY', 'INVALID_API_KEY';
+    like $t->error_log, qr/\[error\].*keyauth: key slot of "\Q$key->{prefix}\E\.\.\." is corrupt/,
+        'logged at error level';
+    unlike $t->error_log, qr/\Q$key->{secret}\E/, 'the secret is not logged';
+    is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $good->{secret}")->{status}, 200,
+        'other keys are unaffected';
+    my ($rc, $out) = $t->ctl_raw('doctor');
+    isnt $rc, 0, 'keyauthctl doctor fails';
+    my $said = join "\n", map { $_->{message} } @{ ($out // {})->{findings} // [] };
+    like $said, qr/key_slots: slot \d+ differs from its key's record/,
+        '... naming the slot';
 };
 
 done_testing;

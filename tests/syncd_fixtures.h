@@ -17,6 +17,7 @@
 #include "lmdb_apply.h"
 #include "lmdb_backend.h"
 #include "mutation.h"
+#include "key_slots_writer.h"
 #include "records.h"
 
 namespace keyauth::testing {
@@ -39,6 +40,15 @@ inline Dump dump_txn(MDB_txn *txn) {
                 std::string(static_cast<const char *>(v.mv_data), v.mv_size);
         }
         mdb_cursor_close(cur);
+    }
+    // key_slots is not compared (where a slot sits depends on the order keys
+    // came in) but must agree with keys_by_hash in every store dumped.
+    MDB_dbi by_hash, slots;
+    if (mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &by_hash) == 0 &&
+        mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &slots) == 0) {
+        for (const std::string &problem : check_key_slots(txn, by_hash, slots)) {
+            throw std::runtime_error(problem);
+        }
     }
     return out;
 }

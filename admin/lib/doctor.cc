@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <lmdb.h>
+#include <lmdb++.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 #include <cstring>
 
 #include "edge_store.h"
+#include "key_slots_writer.h"
+#include "keyauth_schema.h"
 #include "permissions.h"
 
 namespace keyauth {
@@ -58,6 +61,24 @@ Finding access_as(const std::string &path, const std::string &user) {
     }
     return {L::kFail, "user " + user + " " + std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) +
                           " (chgrp -R a group of " + user + " and keep the modes 2770/0660)"};
+}
+
+// key_slots against keys_by_hash, slot by slot: what a writer killed in the
+// middle of an update, or a damaged file, would show first.
+void check_hot_table(MDB_env *env, std::vector<Finding> &out) {
+    try {
+        auto txn = lmdb::txn::begin(env, nullptr, MDB_RDONLY);
+        auto by_hash = lmdb::dbi::open(txn, KA_DB_KEYS_BY_HASH);
+        auto slots = lmdb::dbi::open(txn, KA_DB_KEY_SLOTS);
+        const std::vector<std::string> problems = check_key_slots(txn, by_hash, slots);
+        for (const std::string &p : problems) out.push_back({L::kFail, p});
+        if (problems.empty()) {
+            out.push_back({L::kOk, "key_slots agrees with keys_by_hash (" +
+                                       std::to_string(by_hash.size(txn)) + " keys)"});
+        }
+    } catch (const std::exception &e) {
+        out.push_back({L::kFail, std::string("key_slots cannot be checked: ") + e.what()});
+    }
 }
 
 }  // namespace
@@ -109,8 +130,9 @@ std::vector<Finding> diagnose(const std::string &path, const std::optional<std::
     out.push_back({L::kOk, "schema version and databases are as this build expects"});
 
     MDB_env *env = nullptr;
-    if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 8) == 0 &&
+    if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, KA_DB_COUNT) == 0 &&
         mdb_env_open(env, path.c_str(), MDB_RDONLY, 0) == 0) {
+        if (store->has_key_slots()) check_hot_table(env, out);
         MDB_envinfo info;
         MDB_stat st;
         if (mdb_env_info(env, &info) == 0 && mdb_env_stat(env, &st) == 0) {

@@ -14,16 +14,21 @@
 
 namespace keyauth {
 
-// The handles of the named databases, by Table.
+// The handles of the named databases, by Table, and of key_slots, the hot
+// table derived from keys_by_hash (no Table: it is never a mutation's record,
+// nor mirrored).
 struct LmdbTables {
     std::array<MDB_dbi, kTableCount> dbi{};
+    MDB_dbi key_slots = 0;
     MDB_dbi operator[](Table table) const noexcept { return dbi[static_cast<size_t>(table)]; }
 };
 
 // Opens (creating) every named database inside a write transaction.
 LmdbTables open_tables(MDB_txn *txn);
 
-// Applies `changes` in order inside `txn` (a write transaction the caller
+// Applies `changes` inside `txn`, with the effect of applying them in order
+// (key records go in hash order and index entries in key order, which fills
+// LMDB's pages densely when a batch is large) (a write transaction the caller
 // commits). Refuses, with StoreError and nothing further applied, a record
 // of a derived table, a meta name that is not mirrored, or a key record whose
 // layout it cannot read (its index entries could not be computed): the

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "key_slots_writer.h"
 #include "keyauth_schema.h"
 #include "le.h"
 #include "lmdb_write_txn.h"
@@ -152,18 +153,25 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size) : env_(lmdb::
     mdb_reader_check(env_.handle(), &dead);
 
     // The schema version is the environment's own, never a mutation's record.
+    // A store of schema 1 (no key_slots) is upgraded here, in one transaction:
+    // the edge reads either, the writers of schema 1 refuse the result.
     WriteTxn txn(env_.handle(), wait_limit_);
     tables_ = open_tables(txn.handle());
     MDB_val k = val(KA_META_SCHEMA_VERSION), v;
-    if (lmdb::dbi_get(txn.handle(), tables_[Table::kMeta], &k, &v)) {
-        uint32_t version = v.mv_size == 4 ? load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data)) : 0;
-        if (version != KA_SCHEMA_VERSION) {
+    uint32_t version = 0;
+    const bool versioned = lmdb::dbi_get(txn.handle(), tables_[Table::kMeta], &k, &v);
+    if (versioned) {
+        version = v.mv_size == 4 ? load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data)) : 0;
+        if (version != KA_SCHEMA_VERSION && version != KA_SCHEMA_VERSION_MIN_READ) {
             throw StoreError(StoreError::Kind::kCorrupt, "",
                              "schema version " + std::to_string(version) + " of " + path +
                                  " is not supported (this build writes " +
                                  std::to_string(KA_SCHEMA_VERSION) + ")");
         }
-    } else {
+    }
+    MDB_val hk = val(KA_KEY_SLOTS_HEADER_KEY), hv;
+    if (version != KA_SCHEMA_VERSION || !lmdb::dbi_get(txn.handle(), tables_.key_slots, &hk, &hv)) {
+        rebuild_key_slots(txn.handle(), tables_[Table::kKeysByHash], tables_.key_slots);
         unsigned char buf[4];
         store_le<uint32_t>(buf, KA_SCHEMA_VERSION);
         MDB_val nv{sizeof buf, buf};

@@ -70,19 +70,32 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     }
     const KeyRecordView *cached = edge->keys.find(hash.data(), snap.generation());
     if (cached == nullptr) {
-        std::string_view raw;
-        rc = snap.get(store.keys_by_hash(), hash.data(), hash.size(), raw);
-        if (rc == MDB_NOTFOUND) {
+        const EdgeStore::Snapshot::KeyLookup found = snap.find_key(hash.data());
+        if (found.problem != nullptr) {
+            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR,
+                           "%s %s (layout %u); refusing to authenticate", KA_DB_KEY_SLOTS,
+                           found.problem, found.version);
+        }
+        if (found.rc == MDB_NOTFOUND) {
             return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO,
                            "API key \"%.*s...\" is unknown", static_cast<int>(out->prefix_len),
                            out->prefix);
         }
-        if (rc != 0) {
+        if (found.rc != 0) {
             return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
-                           KA_DB_KEYS_BY_HASH, mdb_strerror(rc));
+                           store.has_key_slots() ? KA_DB_KEY_SLOTS " or " KA_DB_KEYS_BY_HASH
+                                                                          : KA_DB_KEYS_BY_HASH,
+                           mdb_strerror(found.rc));
         }
         KeyRecordView view;
-        DecodeStatus st = decode_key_record(raw.data(), raw.size(), view);
+        DecodeStatus st = found.slot != nullptr
+                              ? decode_key_slot(found.slot, view)
+                              : decode_key_record(found.record.data(), found.record.size(), view);
+        if (st != DecodeStatus::kOk && found.slot != nullptr) {
+            return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
+                           "key slot of \"%.*s...\" is corrupt; treating the key as invalid",
+                           static_cast<int>(out->prefix_len), out->prefix);
+        }
         if (st != DecodeStatus::kOk) {
             return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
                            "key record of \"%.*s...\" has %s %u; treating the key as invalid",

@@ -93,6 +93,9 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
         missing = KA_DB_KEYS_BY_HASH;
     else if ((rc = mdb_dbi_open(txn, KA_DB_ACCOUNTS, 0, &s->accounts_)) != 0)
         missing = KA_DB_ACCOUNTS;
+    if (missing == nullptr && (rc = mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &s->key_slots_)) == 0) {
+        s->has_key_slots_ = true;
+    }
     if (missing != nullptr) {
         mdb_txn_abort(txn);
         err = std::string("database \"") + missing + "\" cannot be opened (" + mdb_strerror(rc) +
@@ -112,11 +115,21 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
         err = "no valid schema_version in \"meta\": not a keyauth environment?";
         return nullptr;
     }
-    if (version != KA_SCHEMA_VERSION) {
+    if (version < KA_SCHEMA_VERSION_MIN_READ || version > KA_SCHEMA_VERSION) {
         err = "schema version " + std::to_string(version) + " is not supported (this build reads " +
-              std::to_string(KA_SCHEMA_VERSION) + "); refusing to authenticate";
+              std::to_string(KA_SCHEMA_VERSION_MIN_READ) + " to " + std::to_string(KA_SCHEMA_VERSION) +
+              "); refusing to authenticate";
         return nullptr;
     }
+    if (version >= 2 && !s->has_key_slots_) {
+        err = "schema version " + std::to_string(version) + " without the \"" KA_DB_KEY_SLOTS
+              "\" database: the store is damaged; refusing to authenticate";
+        return nullptr;
+    }
+    // A store of schema 1 is read through keys_by_hash alone (until a writer
+    // upgrades it and this worker reopens the store).
+    s->has_key_slots_ = version >= 2;
+    if (s->has_key_slots_) s->chunks_.resize(kChunkRefs);
     rc = begin_read(s->env_, &s->txn_, map_failed);
     if (rc != 0) {
         err = mdb_error("mdb_txn_begin", rc);
@@ -195,6 +208,64 @@ int EdgeStore::Snapshot::get(MDB_dbi dbi, const void *key, size_t len,
         value = std::string_view(static_cast<const char *>(v.mv_data), v.mv_size);
     }
     return rc;
+}
+
+const KeySlotsHeader *EdgeStore::slots_header(Snapshot::KeyLookup &out) noexcept {
+    if (header_generation_ != generation_) {
+        MDB_val k{sizeof(KA_KEY_SLOTS_HEADER_KEY) - 1, const_cast<char *>(KA_KEY_SLOTS_HEADER_KEY)};
+        MDB_val v{};
+        int rc = mdb_get(txn_, key_slots_, &k, &v);
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            out.rc = rc;
+            return nullptr;
+        }
+        header_status_ = rc == 0 ? decode_key_slots_header(v.mv_data, v.mv_size, header_)
+                                 : DecodeStatus::kCorrupt;
+        header_generation_ = generation_;
+    }
+    if (header_status_ == DecodeStatus::kOk) return &header_;
+    out.rc = MDB_CORRUPTED;
+    out.version = header_.version;
+    out.problem = header_status_ == DecodeStatus::kUnknownVersion ? "has an unknown layout version"
+                                                                  : "has a missing or corrupt header";
+    return nullptr;
+}
+
+const unsigned char *EdgeStore::slots_chunk(uint64_t n) noexcept {
+    ChunkRef &ref = chunks_[n % kChunkRefs];
+    if (ref.generation == generation_ && ref.n == n) return ref.bytes;
+    unsigned char key[4];
+    chunk_key(n, key);
+    MDB_val k{sizeof key, key};
+    MDB_val v{};
+    if (mdb_get(txn_, key_slots_, &k, &v) != 0 || v.mv_size != header_.chunk_bytes()) return nullptr;
+    ref = ChunkRef{generation_, n, static_cast<const unsigned char *>(v.mv_data)};
+    return ref.bytes;
+}
+
+EdgeStore::Snapshot::KeyLookup EdgeStore::Snapshot::find_key(const unsigned char *hash) noexcept {
+    KeyLookup out;
+    if (store_.has_key_slots_) {
+        const KeySlotsHeader *h = store_.slots_header(out);
+        if (h == nullptr) return out;
+        const unsigned char *slot = nullptr;
+        switch (find_key_slot(*h, hash, [this](uint64_t n) { return store_.slots_chunk(n); }, slot)) {
+        case SlotFind::kAbsent:
+            out.rc = MDB_NOTFOUND;
+            return out;
+        case SlotFind::kInline:
+            out.slot = slot;
+            return out;
+        case SlotFind::kNoChunk:
+            out.rc = MDB_CORRUPTED;
+            out.problem = "has a missing or torn chunk";
+            return out;
+        case SlotFind::kInRecord:
+            break;
+        }
+    }
+    out.rc = get(store_.keys_by_hash_, hash, KA_HASH_LEN, out.record);
+    return out;
 }
 
 }  // namespace keyauth

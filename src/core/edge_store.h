@@ -15,6 +15,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "key_slots.h"
 
 namespace keyauth {
 
@@ -49,6 +52,19 @@ public:
         uint64_t generation() const noexcept { return store_.generation_; }
         // 0 (found), MDB_NOTFOUND or another LMDB error code.
         int get(MDB_dbi dbi, const void *key, size_t len, std::string_view &value) noexcept;
+
+        // The key of this SHA-256 digest: through key_slots in a store of
+        // schema 2 (one or two cache lines at any size; a slot that holds
+        // the key is returned as is), else, or for a key whose fields do not
+        // fit a slot, its keys_by_hash record.
+        struct KeyLookup {
+            int rc = 0;                           // 0, MDB_NOTFOUND, or an LMDB error
+            const unsigned char *slot = nullptr;  // found in an INLINE slot
+            std::string_view record;              // found in keys_by_hash
+            const char *problem = nullptr;        // key_slots unreadable: why
+            unsigned version = 0;                 // of an unknown key_slots layout
+        };
+        KeyLookup find_key(const unsigned char *hash) noexcept;
         // Calls fn(key, value) for every entry in key order; stops when fn
         // returns false. 0, ENOMEM if fn threw (it allocates), or an LMDB
         // error code.
@@ -81,6 +97,8 @@ public:
     MDB_dbi accounts() const noexcept { return accounts_; }
     MDB_dbi plans() const noexcept { return plans_; }
     MDB_dbi meta() const noexcept { return meta_; }
+    // True for a store of schema 2, read through key_slots.
+    bool has_key_slots() const noexcept { return has_key_slots_; }
 
     // Resets the read transaction if no snapshot was begun since the last
     // call: called once every half second by an idle-worker timer, it lets
@@ -91,6 +109,10 @@ private:
     EdgeStore() = default;
     int begin() noexcept;
     bool newest() const noexcept;
+    // key_slots' header and chunks as this snapshot has them, read once per
+    // snapshot; chunk pointers point into the map and live as long as it.
+    const KeySlotsHeader *slots_header(Snapshot::KeyLookup &problem) noexcept;
+    const unsigned char *slots_chunk(uint64_t n) noexcept;
 
     // Identity of a file, to tell when the store was replaced under us.
     struct FileId {
@@ -109,6 +131,22 @@ private:
     MDB_dbi accounts_ = 0;
     MDB_dbi plans_ = 0;
     MDB_dbi meta_ = 0;
+    MDB_dbi key_slots_ = 0;
+    bool has_key_slots_ = false;
+
+    uint64_t header_generation_ = 0;  // of header_ and header_status_
+    KeySlotsHeader header_;
+    DecodeStatus header_status_ = DecodeStatus::kCorrupt;
+    struct ChunkRef {
+        uint64_t generation = 0;
+        uint64_t n = 0;
+        const unsigned char *bytes = nullptr;
+    };
+    // Direct-mapped by chunk number, made at open (never on a request):
+    // 16,384 chunks are 16 Mi slots, a store of 10 million keys. A larger
+    // store shares entries, and a miss costs one mdb_get.
+    static constexpr size_t kChunkRefs = 16384;
+    std::vector<ChunkRef> chunks_;
 };
 
 }  // namespace keyauth

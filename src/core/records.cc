@@ -78,6 +78,10 @@ void copy_id(Id &to, const unsigned char *from) {
 
 }  // namespace
 
+bool packed_scopes_ok(std::string_view packed, size_t count) noexcept {
+    return walk_packed(packed, count, KA_SCOPE_MAX_LEN, [](std::string_view) { return false; });
+}
+
 bool KeyRecordView::grants(std::string_view required) const noexcept {
     bool granted = false;
     walk_packed(scopes, scope_count, KA_SCOPE_MAX_LEN, [&](std::string_view s) {
@@ -176,11 +180,8 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
     out.scopes = view(tail, scopes_bytes);
     out.prefix = view(tail + scopes_bytes, prefix_len);
     out.name = view(tail + scopes_bytes + prefix_len, name_len);
-    if (!walk_packed(out.scopes, out.scope_count, KA_SCOPE_MAX_LEN,
-                     [](std::string_view) { return false; })) {
-        return DecodeStatus::kCorrupt;
-    }
-    return DecodeStatus::kOk;
+    return packed_scopes_ok(out.scopes, out.scope_count) ? DecodeStatus::kOk
+                                                          : DecodeStatus::kCorrupt;
 }
 
 std::string encode_account_record(const AccountRecord &rec) {

@@ -59,6 +59,10 @@ struct KeyRecordView {
     KeyRecord to_owned() const;
 };
 
+// True if packed (u8 length, bytes) scope entries tile `packed` exactly into
+// `count` scopes of 1..KA_SCOPE_MAX_LEN bytes.
+bool packed_scopes_ok(std::string_view packed, size_t count) noexcept;
+
 // Throws std::invalid_argument naming the violated bound.
 std::string encode_key_record(const KeyRecord &rec);
 DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out) noexcept;

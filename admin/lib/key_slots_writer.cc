@@ -1,0 +1,335 @@
+#include "key_slots_writer.h"
+
+#include <lmdb++.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "key_slots.h"
+#include "records.h"
+#include "store_error.h"
+
+namespace keyauth {
+namespace {
+
+using Slot = std::array<unsigned char, KA_KEY_SLOT_SIZE>;
+
+constexpr uint64_t kMinCapacity = 1024;
+// Sized to 65% full, rebuilt past 85% (or under 20%): a lookup reads about
+// two slots on average, and the table costs about 85 bytes a key.
+constexpr double kFillAfterRebuild = 0.65;
+constexpr double kFillMax = 0.85;
+constexpr double kFillMin = 0.20;
+
+MDB_val val(const void *p, size_t n) { return MDB_val{n, const_cast<void *>(p)}; }
+MDB_val val(std::string_view s) { return val(s.data(), s.size()); }
+
+struct Cursor {
+    MDB_cursor *c = nullptr;
+    Cursor(MDB_txn *txn, MDB_dbi dbi) {
+        int rc = mdb_cursor_open(txn, dbi, &c);
+        if (rc != 0) lmdb::error::raise("mdb_cursor_open", rc);
+    }
+    ~Cursor() { mdb_cursor_close(c); }
+    bool get(MDB_val &k, MDB_val &v, MDB_cursor_op op) { return lmdb::cursor_get(c, &k, &v, op); }
+};
+
+// The slot the keys_by_hash records of one fingerprint make: none when no
+// key has it, the key's own for one key (IN_RECORD if its record does not
+// decode: the edge then reads it and refuses it as before), IN_RECORD when
+// several keys share it.
+std::optional<Slot> slot_of_group(const unsigned char *hash, const MDB_val &first, size_t keys) {
+    Slot s;
+    KeyRecordView view;
+    if (keys == 1 && decode_key_record(first.mv_data, first.mv_size, view) == DecodeStatus::kOk) {
+        encode_key_slot(hash, view, s.data());
+    } else {
+        encode_in_record_slot(hash, s.data());
+    }
+    return s;
+}
+
+std::optional<Slot> slot_for(MDB_txn *txn, MDB_dbi keys_by_hash, const unsigned char *hash) {
+    Cursor cur(txn, keys_by_hash);
+    MDB_val k = val(hash, KA_KEY_SLOT_FINGERPRINT), v, first{};
+    size_t keys = 0;
+    for (bool ok = cur.get(k, v, MDB_SET_RANGE);
+         ok && k.mv_size == KA_HASH_LEN && std::memcmp(k.mv_data, hash, KA_KEY_SLOT_FINGERPRINT) == 0;
+         ok = cur.get(k, v, MDB_NEXT)) {
+        if (keys++ == 0) first = v;
+    }
+    if (keys == 0) return std::nullopt;
+    return slot_of_group(hash, first, keys);
+}
+
+std::optional<KeySlotsHeader> read_header(MDB_txn *txn, MDB_dbi key_slots) {
+    MDB_val k = val(std::string_view(KA_KEY_SLOTS_HEADER_KEY)), v;
+    KeySlotsHeader h;
+    if (!lmdb::dbi_get(txn, key_slots, &k, &v) ||
+        decode_key_slots_header(v.mv_data, v.mv_size, h) != DecodeStatus::kOk) {
+        return std::nullopt;
+    }
+    return h;
+}
+
+void write_header(MDB_txn *txn, MDB_dbi key_slots, const KeySlotsHeader &h) {
+    std::string bytes = encode_key_slots_header(h);
+    MDB_val k = val(std::string_view(KA_KEY_SLOTS_HEADER_KEY)), v = val(bytes);
+    lmdb::dbi_put(txn, key_slots, &k, &v, 0);
+}
+
+void put_chunk(MDB_txn *txn, MDB_dbi key_slots, uint64_t n, const std::string &bytes) {
+    unsigned char key[4];
+    chunk_key(n, key);
+    MDB_val k = val(key, sizeof key), v = val(bytes);
+    lmdb::dbi_put(txn, key_slots, &k, &v, 0);
+}
+
+// Deletes the chunks numbered `from` and up (a table that shrank).
+void drop_chunks_from(MDB_txn *txn, MDB_dbi key_slots, uint64_t from) {
+    unsigned char key[4];
+    chunk_key(from, key);
+    Cursor cur(txn, key_slots);
+    MDB_val k = val(key, sizeof key), v;
+    for (bool ok = cur.get(k, v, MDB_SET_RANGE); ok; ok = cur.get(k, v, MDB_NEXT)) {
+        if (k.mv_size != 4) continue;  // the header
+        int rc = mdb_cursor_del(cur.c, 0);
+        if (rc != 0) lmdb::error::raise("mdb_cursor_del", rc);
+    }
+}
+
+KeySlotsHeader sized_for(uint64_t keys, uint64_t capacity) {
+    KeySlotsHeader h;
+    h.chunk_slots = kChunkSlots;
+    h.capacity = std::max<uint64_t>({kMinCapacity, capacity,
+                                     static_cast<uint64_t>(static_cast<double>(keys) / kFillAfterRebuild)});
+    // a tail of at least one chunk past the last home: probes never wrap
+    h.slots = ((h.capacity + kChunkSlots - 1) / kChunkSlots + 1) * kChunkSlots;
+    return h;
+}
+
+// One pass over keys_by_hash in hash order, which is home order: each slot
+// goes to the first free one at or after its home, so chunks are written
+// once each, in order. False if a slot would land past the probe bound.
+bool build(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, KeySlotsHeader &h) {
+    std::string chunk(h.chunk_bytes(), '\0');
+    uint64_t chunk_no = 0, next = 0;
+    h.count = 0;
+    h.max_probe = 1;
+    Cursor cur(txn, keys_by_hash);
+    MDB_val k, v;
+    bool ok = cur.get(k, v, MDB_FIRST);
+    while (ok) {
+        if (k.mv_size != KA_HASH_LEN) {  // not a key (apply_records never writes one)
+            ok = cur.get(k, v, MDB_NEXT);
+            continue;
+        }
+        unsigned char hash[KA_HASH_LEN];
+        std::memcpy(hash, k.mv_data, KA_HASH_LEN);
+        MDB_val first = v;
+        size_t keys = 0;
+        do {
+            keys++;
+            ok = cur.get(k, v, MDB_NEXT);
+        } while (ok && k.mv_size == KA_HASH_LEN &&
+                 std::memcmp(k.mv_data, hash, KA_KEY_SLOT_FINGERPRINT) == 0);
+        const Slot slot = *slot_of_group(hash, first, keys);
+        const uint64_t home = home_slot(hash, h.capacity);
+        const uint64_t at = std::max(home, next);
+        if (at >= h.slots || at - home + 1 > KA_KEY_SLOTS_MAX_PROBE) return false;
+        while (at / h.chunk_slots != chunk_no) {
+            put_chunk(txn, key_slots, chunk_no++, chunk);
+            std::fill(chunk.begin(), chunk.end(), '\0');
+        }
+        std::memcpy(&chunk[(at % h.chunk_slots) * KA_KEY_SLOT_SIZE], slot.data(), slot.size());
+        next = at + 1;
+        h.count++;
+        h.max_probe = std::max<uint32_t>(h.max_probe, static_cast<uint32_t>(at - home + 1));
+    }
+    for (; chunk_no < h.chunks(); chunk_no++) {
+        put_chunk(txn, key_slots, chunk_no, chunk);
+        std::fill(chunk.begin(), chunk.end(), '\0');
+    }
+    drop_chunks_from(txn, key_slots, h.chunks());
+    write_header(txn, key_slots, h);
+    return true;
+}
+
+// The chunks an update reads and writes, copied out of LMDB. Hashes are
+// taken in order, so their homes only grow and a chunk below the current
+// home is final: it is written back then, which bounds the memory held.
+class ChunkWindow {
+public:
+    ChunkWindow(MDB_txn *txn, MDB_dbi key_slots, const KeySlotsHeader &h)
+        : txn_(txn), dbi_(key_slots), h_(h) {}
+
+    unsigned char *slot(uint64_t i) {
+        const uint64_t n = i / h_.chunk_slots;
+        auto it = chunks_.find(n);
+        if (it == chunks_.end()) {
+            unsigned char key[4];
+            chunk_key(n, key);
+            MDB_val k = val(key, sizeof key), v;
+            if (!lmdb::dbi_get(txn_, dbi_, &k, &v) || v.mv_size != h_.chunk_bytes()) {
+                throw StoreError(StoreError::Kind::kCorrupt, "", "key_slots chunk " + std::to_string(n) + " is missing or torn");
+            }
+            it = chunks_.emplace(n, std::string(static_cast<const char *>(v.mv_data), v.mv_size)).first;
+        }
+        return reinterpret_cast<unsigned char *>(&it->second[(i % h_.chunk_slots) * KA_KEY_SLOT_SIZE]);
+    }
+
+    void write_below(uint64_t chunk_no) {
+        while (!chunks_.empty() && chunks_.begin()->first < chunk_no) {
+            put_chunk(txn_, dbi_, chunks_.begin()->first, chunks_.begin()->second);
+            chunks_.erase(chunks_.begin());
+        }
+    }
+
+private:
+    MDB_txn *txn_;
+    MDB_dbi dbi_;
+    const KeySlotsHeader &h_;
+    std::map<uint64_t, std::string> chunks_;
+};
+
+// Empties slot i and moves later slots of the same run back into the hole,
+// so that every slot stays reachable from its home without tombstones.
+void remove_at(ChunkWindow &w, const KeySlotsHeader &h, uint64_t i) {
+    for (uint64_t j = i + 1;; j++) {
+        if (j >= h.slots || slot_state(w.slot(j)) == KA_SLOT_EMPTY) break;
+        unsigned char *s = w.slot(j);
+        if (home_slot(slot_fingerprint(s), h.capacity) <= i) {
+            std::memcpy(w.slot(i), s, KA_KEY_SLOT_SIZE);
+            i = j;
+        }
+    }
+    std::memset(w.slot(i), 0, KA_KEY_SLOT_SIZE);
+}
+
+// False when a slot cannot be placed within the probe bound: rebuild.
+bool update(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, KeySlotsHeader &h,
+            const std::vector<std::string> &hashes) {
+    ChunkWindow w(txn, key_slots, h);
+    for (const std::string &hash_bytes : hashes) {
+        const auto *hash = reinterpret_cast<const unsigned char *>(hash_bytes.data());
+        const std::optional<Slot> want = slot_for(txn, keys_by_hash, hash);
+        const uint64_t home = home_slot(hash, h.capacity);
+        w.write_below(home / h.chunk_slots);
+        uint64_t i = home;
+        bool found = false;
+        for (; i < h.slots && i - home < KA_KEY_SLOTS_MAX_PROBE; i++) {
+            const unsigned char *s = w.slot(i);
+            if (slot_state(s) == KA_SLOT_EMPTY) break;
+            if (std::memcmp(slot_fingerprint(s), hash, KA_KEY_SLOT_FINGERPRINT) == 0) {
+                found = true;
+                break;
+            }
+        }
+        if (found && want) {
+            std::memcpy(w.slot(i), want->data(), KA_KEY_SLOT_SIZE);
+        } else if (found) {
+            remove_at(w, h, i);
+            h.count--;
+        } else if (want) {
+            if (i >= h.slots || i - home >= KA_KEY_SLOTS_MAX_PROBE) return false;
+            std::memcpy(w.slot(i), want->data(), KA_KEY_SLOT_SIZE);
+            h.count++;
+            h.max_probe = std::max<uint32_t>(h.max_probe, static_cast<uint32_t>(i - home + 1));
+        }
+    }
+    w.write_below(h.chunks());
+    write_header(txn, key_slots, h);
+    return true;
+}
+
+uint64_t entries(MDB_txn *txn, MDB_dbi dbi) {
+    MDB_stat st;
+    int rc = mdb_stat(txn, dbi, &st);
+    if (rc != 0) lmdb::error::raise("mdb_stat", rc);
+    return st.ms_entries;
+}
+
+void rebuild_at_least(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, uint64_t capacity) {
+    KeySlotsHeader h = sized_for(entries(txn, keys_by_hash), capacity);
+    while (!build(txn, keys_by_hash, key_slots, h)) h = sized_for(0, h.capacity * 2);
+}
+
+}  // namespace
+
+void rebuild_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots) {
+    rebuild_at_least(txn, keys_by_hash, key_slots, 0);
+}
+
+void update_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots,
+                      std::vector<std::string> hashes) {
+    if (hashes.empty()) return;
+    std::optional<KeySlotsHeader> h = read_header(txn, key_slots);
+    if (!h || static_cast<double>(h->count + hashes.size()) > kFillMax * static_cast<double>(h->capacity)) {
+        return rebuild_key_slots(txn, keys_by_hash, key_slots);
+    }
+    std::sort(hashes.begin(), hashes.end());
+    hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+    for (const std::string &hash : hashes) {
+        if (hash.size() != KA_HASH_LEN) throw StoreError(StoreError::Kind::kInvalid, "", "key_slots: a hash of " + std::to_string(hash.size()) + " bytes");
+    }
+    if (!update(txn, keys_by_hash, key_slots, *h, hashes)) {
+        return rebuild_at_least(txn, keys_by_hash, key_slots, h->capacity * 2);
+    }
+    if (h->capacity > kMinCapacity && static_cast<double>(h->count) < kFillMin * static_cast<double>(h->capacity)) {
+        rebuild_key_slots(txn, keys_by_hash, key_slots);
+    }
+}
+
+std::vector<std::string> check_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots) {
+    std::vector<std::string> problems;
+    auto problem = [&](std::string what) {
+        if (problems.size() < 20) problems.push_back("key_slots: " + std::move(what));
+    };
+    std::optional<KeySlotsHeader> header = read_header(txn, key_slots);
+    if (!header) {
+        problem("no readable header");
+        return problems;
+    }
+    const KeySlotsHeader h = *header;
+    std::vector<std::string> chunks(h.chunks());
+    for (uint64_t n = 0; n < h.chunks(); n++) {
+        unsigned char key[4];
+        chunk_key(n, key);
+        MDB_val k = val(key, sizeof key), v;
+        if (!lmdb::dbi_get(txn, key_slots, &k, &v) || v.mv_size != h.chunk_bytes()) {
+            problem("chunk " + std::to_string(n) + " is missing or torn");
+            return problems;
+        }
+        chunks[n].assign(static_cast<const char *>(v.mv_data), v.mv_size);
+    }
+    auto get_chunk = [&](uint64_t n) -> const unsigned char * {
+        return n < chunks.size() ? reinterpret_cast<const unsigned char *>(chunks[n].data()) : nullptr;
+    };
+    uint64_t used = 0;
+    for (uint64_t i = 0; i < h.slots; i++) {
+        const unsigned char *s = get_chunk(i / h.chunk_slots) + (i % h.chunk_slots) * KA_KEY_SLOT_SIZE;
+        if (slot_state(s) == KA_SLOT_EMPTY) continue;
+        used++;
+        std::optional<Slot> want = slot_for(txn, keys_by_hash, slot_fingerprint(s));
+        if (!want || std::memcmp(want->data(), s, KA_KEY_SLOT_SIZE) != 0) {
+            problem("slot " + std::to_string(i) + (want ? " differs from its key's record" : " has no key"));
+        }
+    }
+    if (used != h.count) problem("header counts " + std::to_string(h.count) + " slots, " + std::to_string(used) + " are used");
+    Cursor cur(txn, keys_by_hash);
+    MDB_val k, v;
+    for (bool ok = cur.get(k, v, MDB_FIRST); ok; ok = cur.get(k, v, MDB_NEXT)) {
+        const unsigned char *slot = nullptr;
+        if (k.mv_size != KA_HASH_LEN ||
+            find_key_slot(h, static_cast<const unsigned char *>(k.mv_data), get_chunk, slot) == SlotFind::kAbsent ||
+            slot == nullptr) {
+            problem("a key of keys_by_hash is not found through its slots");
+        }
+    }
+    return problems;
+}
+
+}  // namespace keyauth
