@@ -316,7 +316,7 @@ TEST_F(Table, ABatchLargerThanTheTableRebuildsItInOneTransaction) {
     EXPECT_TRUE(problems().empty());
     const KeySlotsHeader h = header();
     EXPECT_EQ(h.count, 20000u);
-    EXPECT_GE(static_cast<double>(h.capacity), 20000 / 0.7);
+    EXPECT_GE(static_cast<double>(h.capacity), 20000 / 0.75);
     EXPECT_LE(h.max_probe, 64u);
 }
 

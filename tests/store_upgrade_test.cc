@@ -6,10 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <lmdb.h>
+
 #include <filesystem>
 #include <fstream>
 
+#include "edge_store.h"
+#include "key_slots_writer.h"
 #include "keyauth_core.h"
+#include "keyauth_schema.h"
 #include "store.h"
 #include "temp_dir.h"
 
@@ -105,4 +110,41 @@ TEST_F(StoreUpgradeTest, TheStoreReadsAndWritesOverLayoutOneRecords) {
     CreatedAccount rotated = store.rotate_console_token(account, 0);
     EXPECT_FALSE(store.account_for_console_token(fixture["account"]["consoleToken"].get<std::string>()));
     EXPECT_EQ(store.account_for_console_token(rotated.console_token), account);
+}
+
+TEST_F(StoreUpgradeTest, TheFirstWriterUpgradesASchemaOneStoreWithItsHotTable) {
+    {
+        std::string err;
+        auto before = EdgeStore::open(path, err);
+        ASSERT_TRUE(before) << err;
+        EXPECT_FALSE(before->has_key_slots());  // read through keys_by_hash
+    }
+    {
+        Store store(path);  // opening is the upgrade
+        store.create_key(account, "new", {"ip:read"}, 60);
+    }
+    MDB_env *env = nullptr;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, KA_DB_COUNT);
+    ASSERT_EQ(mdb_env_open(env, path.c_str(), MDB_RDONLY, 0), 0);
+    MDB_txn *txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+    MDB_dbi meta, by_hash, slots;
+    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_META, 0, &meta), 0);
+    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &by_hash), 0);
+    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &slots), 0);
+    MDB_val k{sizeof(KA_META_SCHEMA_VERSION) - 1, const_cast<char *>(KA_META_SCHEMA_VERSION)}, v;
+    ASSERT_EQ(mdb_get(txn, meta, &k, &v), 0);
+    EXPECT_EQ(std::string(static_cast<char *>(v.mv_data), v.mv_size), std::string("\x02\0\0\0", 4));
+    EXPECT_EQ(check_key_slots(txn, by_hash, slots), std::vector<std::string>{});
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+
+    std::string err;
+    auto after = EdgeStore::open(path, err);
+    ASSERT_TRUE(after) << err;
+    EXPECT_TRUE(after->has_key_slots());
+    after.reset();
+    EXPECT_EQ(edge_verdict(fixture["activeKey"]["secret"]), KA_AUTH_OK);
+    EXPECT_EQ(edge_verdict(fixture["revokedKey"]["secret"]), KA_AUTH_KEY_INVALID);
 }

@@ -14,12 +14,12 @@
 namespace keyauth {
 
 // Writes the whole table anew from keys_by_hash, sized for its keys (a
-// capacity of 1.5 slots a key, at least 1,024).
+// capacity of 1.39 slots a key, at least 1,024).
 void rebuild_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots);
 
 // Brings the slots of these hashes (any order, repeats allowed) in step with
 // keys_by_hash as it now is; rebuilds instead when the table has no header,
-// or would be over 85% or under 20% full.
+// or would be over 88% or under 20% full.
 void update_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots,
                       std::vector<std::string> hashes);
 
