@@ -66,7 +66,8 @@ void apply_key_record(MDB_txn *txn, const LmdbTables &t, const RecordChange &c, 
 // Key records in hash order, then their index entries in key order (each
 // LMDB key's changes keep their order, and different keys commute): a batch
 // of new keys then appends to pages rather than splitting them at random.
-void apply_key_records(MDB_txn *txn, const LmdbTables &t, std::vector<const RecordChange *> &changes) {
+void apply_key_records(MDB_txn *txn, const LmdbTables &t, std::vector<const RecordChange *> &changes,
+                       KeySlots slots) {
     if (changes.empty()) return;
     std::stable_sort(changes.begin(), changes.end(),
                      [](const RecordChange *a, const RecordChange *b) { return a->key < b->key; });
@@ -85,7 +86,7 @@ void apply_key_records(MDB_txn *txn, const LmdbTables &t, std::vector<const Reco
         if (op.drop) drop_entry(txn, op.dbi, op.key, op.hash);
         else put(txn, op.dbi, op.key, op.hash);
     }
-    update_key_slots(txn, t[Table::kKeysByHash], t.key_slots, std::move(hashes));
+    if (slots == KeySlots::kUpdate) update_key_slots(txn, t[Table::kKeysByHash], t.key_slots, std::move(hashes));
 }
 
 }  // namespace
@@ -99,7 +100,8 @@ LmdbTables open_tables(MDB_txn *txn) {
     return t;
 }
 
-void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<RecordChange> &changes) {
+void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<RecordChange> &changes,
+                   KeySlots slots) {
     std::vector<const RecordChange *> key_changes;
     for (const RecordChange &c : changes) {
         if (!is_primary(c.table))
@@ -115,7 +117,7 @@ void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<Rec
             lmdb::dbi_del(txn, tables[c.table], &k);
         }
     }
-    apply_key_records(txn, tables, key_changes);
+    apply_key_records(txn, tables, key_changes, slots);
 }
 
 }  // namespace keyauth

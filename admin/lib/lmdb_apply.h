@@ -33,6 +33,11 @@ LmdbTables open_tables(MDB_txn *txn);
 // of a derived table, a meta name that is not mirrored, or a key record whose
 // layout it cannot read (its index entries could not be computed): the
 // caller aborts the transaction. LMDB errors throw lmdb::error.
-void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<RecordChange> &changes);
+// key_slots is updated in the same transaction, unless `slots` is kDeferred:
+// a store being filled that nobody reads yet (keyauth-syncd's rebuild) has
+// its table built once, by rebuild_key_slots, before anyone reads it.
+enum class KeySlots { kUpdate, kDeferred };
+void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<RecordChange> &changes,
+                   KeySlots slots = KeySlots::kUpdate);
 
 }  // namespace keyauth

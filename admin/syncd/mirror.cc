@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "key_slots_writer.h"
 #include "keyauth_schema.h"
 #include "le.h"
 #include "lmdb_write_txn.h"
@@ -149,7 +150,8 @@ Mirror::Rebuild::~Rebuild() {
 void Mirror::Rebuild::add(const std::vector<RecordChange> &changes) {
     if (changes.empty()) return;
     WriteTxn txn(store_->env());
-    apply_records(txn.handle(), store_->tables(), changes);
+    // key_slots is built once, when the last page is in (finish_rebuild)
+    apply_records(txn.handle(), store_->tables(), changes, KeySlots::kDeferred);
     txn.commit();
     records_ += changes.size();
 }
@@ -190,7 +192,9 @@ std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
 void Mirror::finish_rebuild(std::unique_ptr<Rebuild> rb, const MirrorMark &mark) {
     {
         WriteTxn txn(rb->store_->env());
-        write_mark(txn.handle(), rb->store_->tables(), mark);
+        const LmdbTables &t = rb->store_->tables();
+        rebuild_key_slots(txn.handle(), t[Table::kKeysByHash], t.key_slots);
+        write_mark(txn.handle(), t, mark);
         txn.commit();
     }
     // the new store is complete on disk before it is swapped in
