@@ -295,24 +295,26 @@ std::vector<std::string> check_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB
         return problems;
     }
     const KeySlotsHeader h = *header;
-    std::vector<std::string> chunks(h.chunks());
-    for (uint64_t n = 0; n < h.chunks(); n++) {
+    // Chunks are read in place: the transaction keeps them valid.
+    auto get_chunk = [&](uint64_t n) -> const unsigned char * {
         unsigned char key[4];
         chunk_key(n, key);
         MDB_val k = val(key, sizeof key), v;
-        if (!lmdb::dbi_get(txn, key_slots, &k, &v) || v.mv_size != h.chunk_bytes()) {
+        if (n >= h.chunks() || !lmdb::dbi_get(txn, key_slots, &k, &v) || v.mv_size != h.chunk_bytes()) return nullptr;
+        return static_cast<const unsigned char *>(v.mv_data);
+    };
+    for (uint64_t n = 0; n < h.chunks(); n++) {
+        if (get_chunk(n) == nullptr) {
             problem("chunk " + std::to_string(n) + " is missing or torn");
             return problems;
         }
-        chunks[n].assign(static_cast<const char *>(v.mv_data), v.mv_size);
     }
-    auto get_chunk = [&](uint64_t n) -> const unsigned char * {
-        return n < chunks.size() ? reinterpret_cast<const unsigned char *>(chunks[n].data()) : nullptr;
-    };
     uint64_t used = 0;
     Cursor records(txn, keys_by_hash);
+    const unsigned char *chunk = nullptr;
     for (uint64_t i = 0; i < h.slots; i++) {
-        const unsigned char *s = get_chunk(i / h.chunk_slots) + (i % h.chunk_slots) * KA_KEY_SLOT_SIZE;
+        if (i % h.chunk_slots == 0) chunk = get_chunk(i / h.chunk_slots);
+        const unsigned char *s = chunk + (i % h.chunk_slots) * KA_KEY_SLOT_SIZE;
         if (slot_state(s) == KA_SLOT_EMPTY) continue;
         used++;
         std::optional<Slot> want = slot_for(records, slot_fingerprint(s));

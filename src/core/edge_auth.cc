@@ -82,9 +82,9 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                            out->prefix);
         }
         if (found.rc != 0) {
-            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
-                           store.has_key_slots() ? KA_DB_KEY_SLOTS " or " KA_DB_KEYS_BY_HASH
-                                                                          : KA_DB_KEYS_BY_HASH,
+            const char *where = store.has_key_slots() ? KA_DB_KEY_SLOTS " or " KA_DB_KEYS_BY_HASH
+                                                      : KA_DB_KEYS_BY_HASH;
+            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s", where,
                            mdb_strerror(found.rc));
         }
         KeyRecordView view;

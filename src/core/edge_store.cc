@@ -93,9 +93,7 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
         missing = KA_DB_KEYS_BY_HASH;
     else if ((rc = mdb_dbi_open(txn, KA_DB_ACCOUNTS, 0, &s->accounts_)) != 0)
         missing = KA_DB_ACCOUNTS;
-    if (missing == nullptr && (rc = mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &s->key_slots_)) == 0) {
-        s->has_key_slots_ = true;
-    }
+    const bool slots_db = missing == nullptr && mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &s->key_slots_) == 0;
     if (missing != nullptr) {
         mdb_txn_abort(txn);
         err = std::string("database \"") + missing + "\" cannot be opened (" + mdb_strerror(rc) +
@@ -121,7 +119,7 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
               "); refusing to authenticate";
         return nullptr;
     }
-    if (version >= 2 && !s->has_key_slots_) {
+    if (version >= 2 && !slots_db) {
         err = "schema version " + std::to_string(version) + " without the \"" KA_DB_KEY_SLOTS
               "\" database: the store is damaged; refusing to authenticate";
         return nullptr;
