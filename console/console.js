@@ -11,6 +11,9 @@ const $ = (id) => document.getElementById(id);
 let keyCursors = [null];   // cursor of each key page seen; the last is the current
 let auditCursors = [null];
 let editing = null;        // the key the dialog edits
+let session = 0;           // counts sign-outs: an answer to an older session is dropped
+
+const MAX_GRACE = 604800;  // gracePeriodSeconds' bound in the API
 
 function token() { return sessionStorage.getItem(TOKEN); }
 
@@ -21,9 +24,14 @@ function say(text, info) {
   m.hidden = !text;
 }
 
+// An answer that came after a sign-out: nothing of it reaches the page (a new
+// key's secret would otherwise show to whoever signs in next).
+class Stale extends Error {}
+
 // One call of the console API; resolves to the JSON answer, or throws an
 // Error whose message is the API's code and message.
 async function api(method, path, body) {
+  const asked = session;
   const headers = { Authorization: 'Bearer ' + token() };
   const init = { method, headers };
   if (body !== undefined) {
@@ -33,6 +41,7 @@ async function api(method, path, body) {
   const res = await fetch(path, init);
   let data = null;
   try { data = await res.json(); } catch (e) { /* an empty or non-JSON answer */ }
+  if (asked !== session) throw new Stale('signed out meanwhile');
   if (!res.ok) {
     const err = data && data.error ? data.error : { code: String(res.status), message: res.statusText };
     if (res.status === 401) signOut();
@@ -82,6 +91,11 @@ function showSecret(key) {
   $('secret').textContent = key.secret;
   $('secret-box').hidden = false;
   $('secret-box').scrollIntoView();
+}
+
+function forgetSecret() {
+  $('secret').textContent = '';
+  $('secret-box').hidden = true;
 }
 
 async function loadKeys() {
@@ -151,11 +165,15 @@ async function loadPlans() {
   }
 }
 
+function fail(e) {
+  if (!(e instanceof Stale)) say(e.message);
+}
+
 async function refresh() {
   try {
     await Promise.all([loadKeys(), loadAudit()]);
   } catch (e) {
-    say(e.message);
+    fail(e);
   }
 }
 
@@ -165,7 +183,7 @@ async function act(what) {
     await what();
     await refresh();
   } catch (e) {
-    say(e.message);
+    fail(e);
   }
 }
 
@@ -193,13 +211,36 @@ async function saveEdit() {
   await act(() => api('PATCH', '/v1/keys/' + encodeURIComponent(k.id), change));
 }
 
+// The grace the roll prompt's answer asks for, or null (then nothing is
+// rolled): Cancel, an empty answer, anything but a whole number of seconds
+// in range (said why), or 0 (the old key revoked at once) not confirmed.
+function graceFor(k, answer) {
+  if (answer === null || answer.trim() === '') {
+    if (answer !== null) say('Nothing rolled: no grace period was given.', true);
+    return null;
+  }
+  const text = answer.trim();
+  const grace = /^[0-9]{1,7}$/.test(text) ? Number(text) : NaN;
+  if (!(grace <= MAX_GRACE)) {
+    say('Nothing rolled: the grace period must be a whole number of seconds from 0 to ' + MAX_GRACE +
+        ', not "' + text + '".');
+    return null;
+  }
+  if (grace === 0 && !confirm('A grace period of 0 revokes "' + k.name + '" (' + k.prefix +
+                              '…) at once: requests with the old secret are refused from now on. Roll it?')) {
+    return null;
+  }
+  return grace;
+}
+
 function roll(k) {
-  const grace = prompt('Roll "' + k.name + '": a new secret replaces this one.\n' +
-                       'Seconds the old secret keeps working (0 to 604800):', '0');
+  say('');
+  const grace = graceFor(k, prompt('Roll "' + k.name + '": a new secret replaces this one.\n' +
+                                   'Seconds the old secret keeps working (0 to ' + MAX_GRACE +
+                                   '; 0 revokes it at once):', ''));
   if (grace === null) return;
   act(async () => {
-    const body = { gracePeriodSeconds: Number(grace) };
-    showSecret(await api('POST', '/v1/keys/' + encodeURIComponent(k.id) + '/roll', body));
+    showSecret(await api('POST', '/v1/keys/' + encodeURIComponent(k.id) + '/roll', { gracePeriodSeconds: grace }));
   });
 }
 
@@ -208,8 +249,19 @@ function revoke(k) {
   act(() => api('POST', '/v1/keys/' + encodeURIComponent(k.id) + '/revoke'));
 }
 
+// Nothing of the account stays in the page: not its token, a secret shown
+// once, its keys and trail, nor a dialog left open; answers still on their
+// way are dropped (Stale). Also run on any 401.
 function signOut() {
+  session++;
   sessionStorage.removeItem(TOKEN);
+  forgetSecret();
+  if ($('edit-dialog').open) $('edit-dialog').close('cancel');
+  editing = null;
+  $('key-rows').replaceChildren();
+  $('audit-rows').replaceChildren();
+  setNext('keys-next', null);
+  setNext('audit-next', null);
   $('app').hidden = true;
   $('sign-out').hidden = true;
   $('sign-in').hidden = false;
@@ -232,7 +284,10 @@ document.addEventListener('DOMContentLoaded', () => {
     say('');
     signedIn();
   });
-  $('sign-out').addEventListener('click', signOut);
+  $('sign-out').addEventListener('click', () => {
+    say('');
+    signOut();
+  });
   $('create-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const body = {
@@ -255,10 +310,7 @@ document.addEventListener('DOMContentLoaded', () => {
       say('Copy failed: select the secret and copy it by hand.');
     }
   });
-  $('dismiss-secret').addEventListener('click', () => {
-    $('secret').textContent = '';
-    $('secret-box').hidden = true;
-  });
+  $('dismiss-secret').addEventListener('click', forgetSecret);
   $('keys-first').addEventListener('click', () => { keyCursors = [null]; act(loadKeys); });
   $('keys-next').addEventListener('click', () => {
     keyCursors.push($('keys-next').dataset.cursor);

@@ -73,7 +73,7 @@ fi
 
 for n in 0 1; do
     "$ROOT/build/keyauthd" --etcd "$endpoints" --listen "127.0.0.1:$((BASE + 10 + n))" \
-        2>>"$VAR/logs/keyauthd$n.log" &
+        --trusted-proxy 127.0.0.1 2>>"$VAR/logs/keyauthd$n.log" &
     pids+=($!)
 done
 

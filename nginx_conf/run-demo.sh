@@ -54,7 +54,9 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-"$ROOT/build/keyauthd" --db "$DB" --listen "127.0.0.1:$KEYAUTHD_PORT" 2>>"$VAR/logs/keyauthd.log" &
+# nginx reaches keyauthd from 127.0.0.1: its X-Real-IP names the client in the audit trail
+"$ROOT/build/keyauthd" --db "$DB" --listen "127.0.0.1:$KEYAUTHD_PORT" --trusted-proxy 127.0.0.1 \
+    2>>"$VAR/logs/keyauthd.log" &
 pids+=($!)
 nginx -p "$VAR" -c "$VAR/nginx.conf" -e "$VAR/logs/error.log" -g 'daemon off;' &
 pids+=($!)

@@ -326,6 +326,13 @@ for my $help ('-h', '--help') {
         [[@good, '--etcd-prefix', '/p'], qr/need --etcd/, '--etcd-prefix without --etcd'],
         [['--etcd', 'http://127.0.0.1:1', '--listen', "127.0.0.1:$port", '--map-size', 64],
          qr/--map-size is for an LMDB store/, '--map-size on etcd'],
+        [[@good, '--trusted-proxy', 'localhost'], qr/--trusted-proxy takes IP addresses/,
+         '--trusted-proxy with a host name'],
+        [[@good, '--trusted-proxy', '127.0.0.1,'], qr/--trusted-proxy takes IP addresses/,
+         '--trusted-proxy with an empty element'],
+        [[@good, '--trusted-proxy', ''], qr/--trusted-proxy needs a value/, '--trusted-proxy ""'],
+        [[@good, '--trusted-proxy', '127.0.0.1', '--trusted-proxy', '::1'], qr/--trusted-proxy given twice/,
+         '--trusted-proxy twice'],
     ) {
         my ($args, $msg, $name) = @$case;
         my ($rc, $err) = $run_kd->(@$args);
@@ -344,9 +351,11 @@ for my $help ('-h', '--help') {
     }
     # a port of its own: another test may have taken the one above meanwhile
     my $any = KeyauthTest::free_port();
-    ($rc, $err) = $run_kd->('--db', "$fresh-kd", '--listen', "0.0.0.0:$any", '--allow-remote');
-    is $rc, undef, 'keyauthd --listen 0.0.0.0:PORT --allow-remote runs' or diag $err;
+    ($rc, $err) = $run_kd->('--db', "$fresh-kd", '--listen', "0.0.0.0:$any", '--allow-remote',
+                            '--trusted-proxy', '127.0.0.1,::1');
+    is $rc, undef, 'keyauthd --listen 0.0.0.0:PORT --allow-remote --trusted-proxy 127.0.0.1,::1 runs' or diag $err;
     like $err, qr/"event":"listening"/, '... and listens';
+    like $err, qr/"trustedProxies":\["127\.0\.0\.1","::1"\]/, '... and says whose X-Real-IP it believes';
 }
 
 # keyauth-syncd's command line is as strict; nothing is created on a mistake.

@@ -5,7 +5,8 @@
 # change holds within the propagation bound, waited for with a deadline).
 # Expiry from its exact millisecond, PATCH applied at once, a roll that
 # keeps the predecessor's rate-limit state, suspension, the audit trail with
-# the client address nginx saw, and keyauthd SIGKILLed during rolls.
+# the client address nginx saw (X-Real-IP believed from --trusted-proxy
+# only), and keyauthd SIGKILLed during rolls.
 use strict;
 use warnings;
 use FindBin;
@@ -222,6 +223,40 @@ sub run_mode {
         my @found = grep { index($all, $_) >= 0 } @secrets;
         is scalar(@found), 0, 'no secret or console token made in this test is in any event (' .
             scalar(@secrets) . ' searched)';
+    };
+
+    # The address the audit trail records for a rename of key $id sent from
+    # the loopback address $from to $port (nginx's or keyauthd's own) with
+    # the extra headers
+    my $renamed = 0;
+    my $address_of_rename = sub {
+        my ($id, $from, $port, @headers) = @_;
+        my $name = 'renamed ' . ++$renamed;
+        my $body = $json->encode({ name => $name });
+        my $res = KeyauthTest::http_request_from($from, $port, PATCH => "/v1/keys/$id", "Authorization: Bearer $tok",
+                                                 'Content-Type: application/json', @headers, \$body);
+        is $res->{status}, 200, "PATCH from $from" or diag $res->{body};
+        my $events = $api->(GET => '/v1/audit?limit=20')->{json}{events} // [];
+        my ($ev) = grep { $_->{action} eq 'key.update' && ($_->{changes}{name}{to} // '') eq $name } @$events;
+        return $ev ? $ev->{address} : 'no event';
+    };
+
+    subtest "$mode: X-Real-IP is believed from the trusted proxy only" => sub {
+        my $k = $create->();
+        push @secrets, $k->{secret};
+        my $forged = 'X-Real-IP: 203.0.113.9';
+        is $address_of_rename->($k->{id}, '127.0.0.2', $t->port, $forged), '127.0.0.2',
+           'through nginx (--trusted-proxy 127.0.0.1): the client nginx saw, not what the client wrote';
+        is $address_of_rename->($k->{id}, '127.0.0.3', $t->keyauthd_port, $forged), '127.0.0.3',
+           'straight to keyauthd from another local address: that address, the header ignored';
+        $t->stop_keyauthd;
+        $t->start_keyauthd(trusted_proxy => '');
+        is $address_of_rename->($k->{id}, '127.0.0.1', $t->keyauthd_port, $forged), '127.0.0.1',
+           'no --trusted-proxy: a forged X-Real-IP from 127.0.0.1 itself is ignored';
+        is $address_of_rename->($k->{id}, '127.0.0.2', $t->port), '127.0.0.1',
+           '... and through nginx the peer is recorded: nginx\'s address';
+        $t->stop_keyauthd;
+        $t->start_keyauthd;
     };
 }
 

@@ -3,22 +3,27 @@
 # without grace, the refusals by code (KEY_ALREADY_ROLLED, KEY_REVOKED,
 # KEY_LIMIT_REACHED, SCOPE_NOT_ALLOWED, ACCOUNT_SUSPENDED), suspend/resume,
 # console-token rotation (checked against a real keyauthd), and the audit
-# trail: newest first, the operator named, no secret or token anywhere in it.
-# Then keyauthctl is SIGKILLed at random points of its updates and rolls, and
-# the store still opens and reads whole.
+# trail: newest first, the operator named (by $SUDO_USER only under sudo as
+# root), no secret or token anywhere in it. Then keyauthctl is SIGKILLed at
+# random points of its updates and rolls, and the store still opens and reads
+# whole. Names and actors that hold terminal controls print escaped.
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP;
+use Encode ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use Time::Local qw(timegm);
 use EtcdCluster;
 use KeyauthTest qw(http_request);
 
-my $OPERATOR = $ENV{SUDO_USER} || (getpwuid($>))[0];
+# whom keyauthctl names: the login sudo was called from, only under sudo as
+# root (anyone can set SUDO_USER), else the real uid's login
+my $LOGIN = (getpwuid($<))[0];
+my $OPERATOR = $< == 0 && defined $ENV{SUDO_UID} && length($ENV{SUDO_USER} // '') ? $ENV{SUDO_USER} : $LOGIN;
 
 sub iso { POSIX::strftime('%Y-%m-%dT%H:%M:%SZ', gmtime $_[0]) }
 # "2030-01-01T00:00:00.000Z" -> epoch seconds (fraction kept)
@@ -258,13 +263,96 @@ sub lifecycle {
            'not in the audit trail: ' . substr($secret, 0, 12) . '...';
     }
 
-    # another operator, by sudo
+    # SUDO_USER without sudo: anyone can set it, so it names no one
     {
-        local $ENV{SUDO_USER} = 'ops-alice';
-        $t->ctl('account', 'update', $A, '--name', 'by sudo');
+        local $ENV{SUDO_USER} = 'ops-mallory';
+        delete local $ENV{SUDO_UID};
+        $t->ctl('account', 'update', $A, '--name', 'not by sudo');
     }
     is_deeply $t->ctl('audit', 'list', '--account', $A, '--limit', 1)->{events}[0]{actor},
-              { type => 'operator', user => 'ops-alice' }, 'under sudo, the login sudo was called from';
+              { type => 'operator', user => $LOGIN }, "SUDO_USER set but no sudo: the real login ($LOGIN)";
+    # another operator, by sudo (as root, as sudo runs it)
+    SKIP: {
+        skip 'not root: running under sudo as root cannot be played', 1 unless $< == 0;
+        {
+            local $ENV{SUDO_USER} = 'ops-alice';
+            local $ENV{SUDO_UID} = 1000;
+            $t->ctl('account', 'update', $A, '--name', 'by sudo');
+        }
+        is_deeply $t->ctl('audit', 'list', '--account', $A, '--limit', 1)->{events}[0]{actor},
+                  { type => 'operator', user => 'ops-alice' }, 'under sudo as root, the login sudo was called from';
+    }
+}
+
+# ESC [31m, the C1 control CSI (U+009B) and RIGHT-TO-LEFT OVERRIDE (U+202E)
+# in UTF-8, and how keyauthctl's text shows them
+my $EVIL = "\e[31mred\xc2\x9bc1\xe2\x80\xaeevil";
+my $EVIL_SHOWN = '\u001b[31mred\u009bc1\u202eevil';
+
+# Writes $to over every $from (as long) in the values of an LMDB table, as
+# a store written before names were checked, or by hand, may hold them:
+# keyauthctl and keyauthd refuse such names.
+sub forge_lmdb {
+    my ($dir, $table, $from, $to) = @_;
+    die 'same length only' unless length $from == length $to;
+    my ($hex_from, $hex_to) = map { unpack 'H*', $_ } $from, $to;
+    open my $in, '-|', 'mdb_dump', '-s', $table, $dir or die "mdb_dump: $!";
+    my ($dump, $n) = ('', 0);
+    while (my $line = <$in>) {
+        $n += $line =~ s/\Q$hex_from\E/$hex_to/g if $line =~ /^ /;
+        $dump .= $line;
+    }
+    close $in or die "mdb_dump -s $table failed";
+    open my $out, '|-', 'mdb_load', '-s', $table, $dir or die "mdb_load: $!";
+    print $out $dump;
+    close $out or die "mdb_load -s $table failed";
+    return $n;
+}
+
+# Text output never passes a terminal control through: names, the actor of
+# an audit event and a change's values print escaped; --json stays JSON.
+sub terminal_escapes {
+    my ($t) = @_;
+    my $placeholder = 'P' x length $EVIL;
+    my $A = $t->ctl('account', 'create', '--name', $placeholder, '--entitlement', 600)->{id};
+    my $K = $t->ctl('key', 'create', '--account', $A, '--name', $placeholder, '--scope', 'ip:read',
+                    '--rate', 60)->{id};
+    my ($rc, undef, $err) = $t->ctl_raw('key', 'update', $K, '--name', $EVIL);
+    is $rc, 1, 'such a name is refused on the way in' or diag $err;
+    is forge_lmdb($t->db, 'accounts', $placeholder, $EVIL), 1, 'the account renamed in the store by hand';
+    is forge_lmdb($t->db, 'keys_by_hash', $placeholder, $EVIL), 1, '... and the key';
+
+    my $text;
+    ($rc, $text) = ctl_text($t, 'account', 'list');
+    my ($line) = grep { /^\Q$A\E / } split /\n/, $text;
+    is $line, "$A  600/min  active  $EVIL_SHOWN", 'account list: the name escaped';
+    ($rc, $text) = ctl_text($t, 'account', 'show', $A);
+    like $text, qr/^\Q$A\E  600\/min  active  \Q$EVIL_SHOWN\E$/m, 'account show: the same';
+    ($rc, $text) = ctl_text($t, 'key', 'list', '--account', $A);
+    like $text, qr/^\Q$K\E  ka_\S+\.\.\.  active  60\/min  ip:read  \Q$EVIL_SHOWN\E$/, 'key list: the name escaped';
+    ($rc, $text) = ctl_text($t, 'key', 'show', $K);
+    like $text, qr/^\Q$K\E .*  \Q$EVIL_SHOWN\E$/m, 'key show: the same';
+
+    # the trail: a rename away from the forged name, then an operator whose
+    # SUDO_USER (believed under sudo as root) holds the same controls
+    $t->ctl('key', 'update', $K, '--name', 'calm');
+    {
+        local $ENV{SUDO_USER} = $EVIL;
+        local $ENV{SUDO_UID} = 0;
+        $t->ctl('account', 'update', $A, '--name', 'calm too');
+    }
+    my $actor_shown = $< == 0 ? $EVIL_SHOWN : $LOGIN;
+    ($rc, $text) = ctl_text($t, 'audit', 'list', '--account', $A, '--limit', 2);
+    my @lines = split /\n/, $text;
+    like $lines[1], qr/^\S+Z  operator:\Q$OPERATOR\E  key\.update  key \Q$K\E  name: "\Q$EVIL_SHOWN\E" -> "calm"$/,
+         'audit list: the old name escaped in the change';
+    like $lines[0], qr/^\S+Z  operator:\Q$actor_shown\E  account\.update  account \Q$A\E  name: "\Q$EVIL_SHOWN\E" -> "calm too"$/,
+         $< == 0 ? '... and the actor SUDO_USER named under sudo as root' : '... and the account\'s old name';
+    unlike join('', map { (ctl_text($t, @$_))[1] } ['account', 'list'], ['key', 'list', '--account', $A],
+                ['audit', 'list', '--account', $A]),
+           qr/[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae/, 'no control character in any of it';
+    my $events = $t->ctl('audit', 'list', '--account', $A, '--limit', 2)->{events};
+    is $events->[1]{changes}{name}{from}, Encode::decode('UTF-8', $EVIL), '--json: the name as stored, in JSON';
 }
 
 # keyauthctl SIGKILLed at random points of key update and key roll; then
@@ -327,6 +415,7 @@ for my $backend (['LMDB (--db)', KeyauthTest->new, 1], ['etcd (--etcd)', Keyauth
     my ($name, $t, $lmdb) = @$backend;
     subtest "$name: the lifecycle" => sub { lifecycle($t) };
     subtest "$name: SIGKILL during key update and key roll" => sub { killed_writes($t, $lmdb) };
+    subtest "$name: names and actors print escaped" => sub { terminal_escapes($t) } if $lmdb;
 }
 
 done_testing;

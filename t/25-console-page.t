@@ -3,7 +3,10 @@
 # sessionStorage only), the plan catalog with USD prices, create a key (the
 # secret shown once with its warning) that works at the edge, revoke it with
 # the confirmation, and the edge refuses it; the audit list shows both. The
-# screenshot goes to docs/console.png when KEYAUTH_SCREENSHOT is set.
+# roll prompt rolls only on a valid answer, a grace of 0 only once confirmed.
+# A sign-out or a 401 leaves no secret on the page, even for the next
+# account signing in in that tab. The screenshot goes to docs/console.png
+# when KEYAUTH_SCREENSHOT is set.
 use strict;
 use warnings;
 use FindBin;
@@ -20,6 +23,7 @@ plan skip_all => 'chromium, chromium-driver or python3-selenium missing (make de
 my $root = KeyauthTest::root();
 my $t = KeyauthTest->new;
 my $acc = $t->account(entitlement => 600);
+my $other = $t->account(name => 'another account', entitlement => 600);
 $t->start_keyauthd;
 $t->start_nginx(http => "keyauth_zone keys:1m;\n" . $t->console_http, locations => $t->console_locations . <<"LOC");
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
@@ -45,7 +49,7 @@ subtest 'the page as nginx serves it' => sub {
 
 my $shot = $ENV{KEYAUTH_SCREENSHOT} // $t->dir . '/console.png';
 my $base = 'http://127.0.0.1:' . $t->port;
-my $out = `/usr/bin/python3 $driver $base $acc->{consoleToken} $shot 2>&1`;
+my $out = `/usr/bin/python3 $driver $base $acc->{consoleToken} $other->{consoleToken} $shot 2>&1`;
 is $? >> 8, 0, 'the browser ran the flow' or diag $out;
 my ($json) = $out =~ /^(\{.*\})$/m;
 my $seen = eval { decode_json($json // '') } // {};
@@ -67,7 +71,41 @@ is $seen->{status_after_revoke}, 'revoked', 'the list shows it revoked';
 is $seen->{edge_after_revoke}, 401, 'and the edge refuses it';
 is_deeply [sort @{ $seen->{audit} // [] }[0, 1]], ['key.create', 'key.revoke'], 'the audit list shows both';
 ok !$seen->{page_text_has_secret}, 'the secret is nowhere on the page afterwards';
+
+# [box displayed, #secret's text] as "hidden:" or "shown:ka_..."
+sub secret_of { my $s = shift // []; return ($s->[0] ? 'shown' : 'hidden') . ':' . ($s->[1] // 'undef') }
+my %unrolled = %{ $seen->{unrolled} // {} };
+is_deeply [sort keys %unrolled], [sort qw(cancel empty blank word fraction negative too_long exponent)],
+    'the roll prompt answered eight ways that must not roll';
+for my $case (sort keys %unrolled) {
+    my $u = $unrolled{$case};
+    ok $u->{keys_unchanged}, "roll prompt, $case: nothing rolled (the key list unchanged)";
+    is secret_of($u->{secret}), 'hidden:', '... and no secret shown';
+}
+is $unrolled{cancel}{message}, '', 'Cancel says nothing';
+like $unrolled{$_}{message}, qr/^Nothing rolled: no grace period/, "$_: says nothing was rolled" for qw(empty blank);
+like $unrolled{$_}{message}, qr/^Nothing rolled: the grace period must be a whole number of seconds from 0 to 604800/,
+    "$_: refused with a message" for qw(word fraction negative too_long exponent);
+like $seen->{grace0_confirmation} // '', qr/^A grace period of 0 revokes "to roll" \(ka_\S+\x{2026}\) at once/,
+    'a grace of 0 asks for a confirmation first';
+ok $seen->{grace0_declined_keys_unchanged}, 'declined: nothing rolled';
+is secret_of($seen->{grace0_declined_secret}), 'hidden:', '... and no secret shown';
+is_deeply $seen->{grace0_confirmed}, { old_status => 'revoked', new_keys => 1, secret_prefix => 'ka_' },
+    'confirmed: rolled, the old key revoked at once, the new secret shown';
+
 is $seen->{token_after_sign_out}, undef, 'signing out forgets the token';
+is secret_of($seen->{secret_after_sign_out}), 'hidden:', '... and the secret on screen: hidden and emptied';
+is $seen->{key_rows_after_sign_out}, 0, '... and the key list';
+is secret_of($seen->{secret_after_sign_in_again}), 'hidden:', 'signing in again in that tab shows no secret';
+my $after_401 = $seen->{after_401} // {};
+is secret_of($after_401->{secret}), 'hidden:', 'a 401 (the token no longer valid) hides and empties the secret';
+ok !$after_401->{app_displayed}, '... signs out: no account view';
+is $after_401->{token}, undef, '... forgets the token';
+like $after_401->{message} // '', qr/^INVALID_CONSOLE_TOKEN: /, '... and says why';
+my $second = $seen->{other_account} // {};
+is secret_of($second->{secret}), 'hidden:', 'another account signing in in that tab sees no secret';
+ok exists $second->{sees_a_secret} && !$second->{sees_a_secret}, '... none of the first account\'s secrets anywhere';
+is $second->{key_rows}, 0, '... and no key of the first account';
 is_deeply $seen->{console_errors} // [], [], 'no error in the browser console (CSP included)';
 ok -s $shot, "a screenshot: $shot";
 

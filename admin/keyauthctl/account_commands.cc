@@ -2,6 +2,7 @@
 #include "command_support.h"
 #include "commands.h"
 #include "key_json.h"
+#include "terminal_text.h"
 
 namespace keyauthctl {
 
@@ -12,8 +13,9 @@ namespace {
 
 // id, entitlement, status, name
 std::string account_line(const keyauth::Account &acc, const json &j) {
-    return j["id"].get<std::string>() + "  " + std::to_string(acc.record.entitlement_rpm) + "/min  " +
-           j["status"].get<std::string>() + "  " + acc.record.name + "\n";
+    return terminal_safe(j["id"].get<std::string>() + "  " + std::to_string(acc.record.entitlement_rpm) + "/min  " +
+                         j["status"].get<std::string>() + "  " + acc.record.name) +
+           "\n";
 }
 
 std::string scopes_text(const json &allowed) {
@@ -27,9 +29,10 @@ std::string scopes_text(const json &allowed) {
 void print_account(const Args &a, const keyauth::Account &acc, const std::string &headline) {
     json j = keyauth::account_to_json(acc);
     print(a.as_json, j,
-          headline + account_line(acc, j) + "  max keys " + std::to_string(acc.record.max_keys) +
-              ", allowed scopes " + scopes_text(j["allowedScopes"]) + ", created " +
-              j["createdAt"].get<std::string>() + "\n");
+          headline + account_line(acc, j) +
+              terminal_safe("  max keys " + std::to_string(acc.record.max_keys) + ", allowed scopes " +
+                            scopes_text(j["allowedScopes"]) + ", created " + j["createdAt"].get<std::string>()) +
+              "\n");
 }
 
 // --max-keys and --allowed-scope, as create and update take them.

@@ -1,6 +1,7 @@
 // keyauthctl audit list: the audit trail, newest first.
 #include "command_support.h"
 #include "commands.h"
+#include "terminal_text.h"
 
 namespace keyauthctl {
 
@@ -21,7 +22,8 @@ std::string changes_text(const json &changes) {
     return s;
 }
 
-// time, actor, action, target, changes
+// time, actor, action, target, changes; the actor's name is whatever the
+// operator's environment held, a change's values whatever was stored
 std::string event_line(const json &e) {
     const json &actor = e["actor"];
     const std::string who = actor["type"] == "operator" ? "operator:" + actor.value("user", std::string())
@@ -29,8 +31,9 @@ std::string event_line(const json &e) {
     const json &target = e["target"];
     std::string what = target["type"].get<std::string>();
     if (!target["id"].is_null()) what += " " + target["id"].get<std::string>();
-    return e["at"].get<std::string>() + "  " + who + "  " + e["action"].get<std::string>() + "  " + what + "  " +
-           changes_text(e["changes"]) + "\n";
+    return terminal_safe(e["at"].get<std::string>() + "  " + who + "  " + e["action"].get<std::string>() + "  " +
+                         what + "  " + changes_text(e["changes"])) +
+           "\n";
 }
 
 }  // namespace

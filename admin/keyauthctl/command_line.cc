@@ -80,6 +80,13 @@ be given more than once. An unknown command or option, a missing value, a
 repeated option or an extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
 (KEY_REVOKED, KEY_LIMIT_REACHED, ...).
+
+Every write is in the audit trail under the login of the real user running
+keyauthctl, or $SUDO_USER when it runs under sudo as root (SUDO_UID set, real
+uid 0). Text output shows control characters in names, actors and changed
+values escaped (C0 and C1 controls and the bidi controls as \u001b, \u202e;
+bytes that are not UTF-8 as \xNN), so that stored text cannot drive the
+terminal; --json output is plain JSON.
 )";
 
 std::string shown(std::string s) {

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "key_json.h"
+#include "terminal_text.h"
 
 namespace keyauthctl {
 
@@ -30,13 +31,17 @@ void print(bool as_json, const json &j, const std::string &text) {
     else std::cout << text;
 }
 
-// Operators are named in the audit trail by the login that ran keyauthctl
-// (the one sudo was called from, when it was).
+// Operators are named in the audit trail by the login that ran keyauthctl:
+// the real uid's, or the one sudo was called from when keyauthctl runs
+// under sudo as root. Anyone can set $SUDO_USER; only sudo (or root) starts
+// a process of uid 0 with SUDO_UID set.
 keyauth::Actor operator_actor() {
-    const char *sudo = std::getenv("SUDO_USER");
-    if (sudo && *sudo) return keyauth::Actor::operator_named(sudo);
-    struct passwd *pw = getpwuid(geteuid());
-    return keyauth::Actor::operator_named(pw ? pw->pw_name : std::to_string(geteuid()));
+    const uid_t uid = getuid();
+    const char *sudo_user = std::getenv("SUDO_USER");
+    if (uid == 0 && std::getenv("SUDO_UID") && sudo_user && *sudo_user)
+        return keyauth::Actor::operator_named(sudo_user);
+    struct passwd *pw = getpwuid(uid);
+    return keyauth::Actor::operator_named(pw ? pw->pw_name : std::to_string(uid));
 }
 
 uint32_t entitlement_of(keyauth::Store &store, const Id &account) {
@@ -51,9 +56,11 @@ json key_json(keyauth::Store &store, const keyauth::KeyRecord &key) {
 std::string key_line(const json &k) {
     std::string scopes;
     for (const auto &s : k["scopes"]) scopes += (scopes.empty() ? "" : ",") + s.get<std::string>();
-    return k["id"].get<std::string>() + "  " + k["prefix"].get<std::string>() + "...  " +
-           k["status"].get<std::string>() + "  " + std::to_string(k["rateLimitPerMinute"].get<uint32_t>()) +
-           "/min  " + scopes + "  " + k["name"].get<std::string>() + "\n";
+    return terminal_safe(k["id"].get<std::string>() + "  " + k["prefix"].get<std::string>() + "...  " +
+                         k["status"].get<std::string>() + "  " +
+                         std::to_string(k["rateLimitPerMinute"].get<uint32_t>()) + "/min  " + scopes + "  " +
+                         k["name"].get<std::string>()) +
+           "\n";
 }
 
 // check_args has made sure the positional is there.

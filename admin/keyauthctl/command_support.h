@@ -25,6 +25,8 @@ uint32_t entitlement_of(keyauth::Store &store, const keyauth::Id &account);
 nlohmann::json key_json(keyauth::Store &store, const keyauth::KeyRecord &key);
 
 // One line of key list: id, prefix, status, effective rate, scopes, name.
+// Every line of text keyauthctl prints that holds a stored string goes
+// through terminal_safe (terminal_text.h); --json output is JSON's.
 std::string key_line(const nlohmann::json &k);
 
 // A long operation's progress on standard error, one line rewritten in

@@ -9,6 +9,7 @@
 #include "doctor.h"
 #include "money.h"
 #include "rfc3339.h"
+#include "terminal_text.h"
 
 namespace keyauthctl {
 
@@ -35,9 +36,10 @@ int run_plans(keyauth::Store &store, const Args &a) {
         std::string text;
         for (const auto &p : store.list_plans()) {
             arr.push_back(keyauth::plan_to_json(p));
-            text += std::to_string(p.sort_order) + "  " + p.id + "  " +
-                    arr.back()["priceInr"].get<std::string>() + " INR  " + p.name +
-                    (p.popular ? "  (popular)" : "") + "\n";
+            text += terminal_safe(std::to_string(p.sort_order) + "  " + p.id + "  " +
+                                  arr.back()["priceInr"].get<std::string>() + " INR  " + p.name +
+                                  (p.popular ? "  (popular)" : "")) +
+                    "\n";
         }
         print(as_json, json{{"plans", arr}}, text);
         return 0;
@@ -104,8 +106,9 @@ int run_doctor(const std::string &db, const Args &a) {
                                                                         : "fail";
         failed = failed || f.level == keyauth::Finding::Level::kFail;
         arr.push_back({{"level", level}, {"message", f.message}});
+        // messages name paths and users of the host
         text += std::string(level) + (f.level == keyauth::Finding::Level::kOk ? "    " : "  ") +
-                f.message + "\n";
+                terminal_safe(f.message) + "\n";
     }
     print(as_json, json{{"findings", arr}}, text);
     return failed ? 1 : 0;

@@ -14,6 +14,7 @@
 #include "no_core_dumps.h"
 #include "etcd_backend.h"
 #include "store.h"
+#include "terminal_text.h"
 
 int main(int argc, char **argv) {
     using namespace keyauthctl;
@@ -58,14 +59,15 @@ int main(int argc, char **argv) {
         if (group == "init") return run_init(db, a);
         return run(store, a);
     } catch (const UsageError &e) {
-        std::cerr << "keyauthctl: " << e.what() << "\n\n" << kUsage;
+        std::cerr << "keyauthctl: " << terminal_safe(e.what()) << "\n\n" << kUsage;
         return 2;
     } catch (const keyauth::StoreError &e) {
         // the code (KEY_REVOKED, ...) is what a script tells the refusals apart by
-        std::cerr << "keyauthctl: " << e.what() << (e.code().empty() ? "" : " (" + e.code() + ")") << "\n";
+        std::cerr << "keyauthctl: " << terminal_safe(e.what()) << (e.code().empty() ? "" : " (" + e.code() + ")")
+                  << "\n";
         return 1;
     } catch (const std::exception &e) {  // I/O: the store refused
-        std::cerr << "keyauthctl: " << e.what() << "\n";
+        std::cerr << "keyauthctl: " << terminal_safe(e.what()) << "\n";
         return 1;
     }
 }

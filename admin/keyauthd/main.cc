@@ -2,7 +2,8 @@
 // HTTP on loopback, behind nginx (nginx_conf/console_api.conf), and writes
 // the LMDB store the edge reads. Every 2xx is sent after a durable commit.
 //
-//   keyauthd --db PATH --listen 127.0.0.1:PORT [--max-connections N] [--allow-remote]
+//   keyauthd --db PATH --listen 127.0.0.1:PORT [--trusted-proxy ADDR[,ADDR...]]
+//            [--max-connections N] [--allow-remote]
 //   keyauthd --etcd URL[,URL...] --listen ADDR:PORT [...]
 #include <signal.h>
 
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
                 keyauth::log_exchange(x);
                 metrics.observe_request(x.method, x.path, x.status, x.seconds);
             });
+        server.trust_proxies(opt.trusted_proxies);
         std::string error;
         if (!server.bind(opt.host, opt.port, error)) {
             std::cerr << "keyauthd: cannot listen on " << opt.listen << ": " << error << "\n";
@@ -93,7 +95,8 @@ int main(int argc, char **argv) {
         keyauth::emit({{"event", "listening"},
                         {"listen", opt.listen},
                         {opt.etcd.empty() ? "db" : "etcd", opt.etcd.empty() ? opt.db : opt.etcd},
-                        {"maxConnections", max_connections}});
+                        {"maxConnections", max_connections},
+                        {"trustedProxies", opt.trusted_proxies}});
         keyauth::HttpServer::Stopped how = server.run();
         keyauth::emit({{"event", "stopped"},
                         {"allAnswered", how.all_answered},

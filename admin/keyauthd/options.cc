@@ -9,8 +9,8 @@
 namespace keyauthd {
 namespace {
 
-const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--allow-remote]
-       keyauthd --etcd URL[,URL...] --listen ADDR:PORT [--allow-remote]
+const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--trusted-proxy ADDR] [--allow-remote]
+       keyauthd --etcd URL[,URL...] --listen ADDR:PORT [--trusted-proxy ADDR] [--allow-remote]
 
 Serves the console key-management API (POST /v1/keys, GET /v1/keys,
 POST /v1/keys/{id}/revoke) over HTTP. Put it behind nginx: see
@@ -32,6 +32,13 @@ head, its body (408) and its answer.
                   TLS to https:// members: the CA to verify them with, and a
                   client certificate and key for members that ask for one
   --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
+  --trusted-proxy ADDR[,ADDR...]
+                  the proxies (nginx) whose X-Real-IP header names the
+                  client in the audit trail: IP addresses, e.g. 127.0.0.1
+                  when nginx runs on this host. Default none: every request
+                  is recorded from the address it came from, and an
+                  X-Real-IP header is ignored (any local user could write
+                  any address into it)
   --max-connections N
                   open connections at most (default 512); one more is
                   answered 503 SERVER_BUSY and closed
@@ -63,7 +70,7 @@ size_t bounded(const std::string &option, const std::string &text, size_t lo, si
 
 Options parse_options(int argc, char **argv) {
     Options o;
-    std::string map_mib, max_conn;
+    std::string map_mib, max_conn, trusted;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -85,9 +92,11 @@ Options parse_options(int argc, char **argv) {
                             : a == "--listen"          ? &o.listen
                             : a == "--map-size"        ? &map_mib
                             : a == "--max-connections" ? &max_conn
+                            : a == "--trusted-proxy"   ? &trusted
                                                        : nullptr;
         if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
-        if (i + 1 >= argc) usage_error(a + " needs a value");
+        // an empty value is a missing one (it would read as "not given")
+        if (i + 1 >= argc || argv[i + 1][0] == '\0') usage_error(a + " needs a value");
         if (!slot->empty()) usage_error(a + " given twice");
         *slot = argv[++i];
     }
@@ -102,6 +111,8 @@ Options parse_options(int argc, char **argv) {
         usage_error("--listen " + o.listen + " is not a loopback address; add --allow-remote if you mean it");
     }
     if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
+    if (!trusted.empty() && !keyauth::parse_address_list(trusted, o.trusted_proxies))
+        usage_error("--trusted-proxy takes IP addresses separated by commas, e.g. 127.0.0.1");
     if (!max_conn.empty()) o.max_connections = bounded("--max-connections", max_conn, 1, 65536, "a number");
     return o;
 }

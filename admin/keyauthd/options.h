@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace keyauthd {
 
@@ -16,6 +17,9 @@ struct Options {
     int port = 0;
     size_t map_size = 0;         // bytes; 0: as the store was written
     size_t max_connections = 0;  // 0: the server's default
+    // peers whose X-Real-IP is recorded as the client's address (canonical);
+    // empty: every request is recorded from its peer
+    std::vector<std::string> trusted_proxies;
 };
 
 // Exits 0 after printing the usage for -h/--help, 2 on a usage error.

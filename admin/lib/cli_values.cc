@@ -30,6 +30,30 @@ bool is_loopback_address(const std::string &host) {
     return !ec && address.is_loopback();
 }
 
+std::string canonical_address(const std::string &host) {
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(host, ec);
+    if (ec) return {};
+    if (address.is_v6() && address.to_v6().is_v4_mapped())
+        return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6()).to_string();
+    return address.to_string();
+}
+
+bool parse_address_list(const std::string &spec, std::vector<std::string> &out) {
+    std::vector<std::string> list;
+    size_t start = 0;
+    while (true) {
+        size_t comma = spec.find(',', start);
+        std::string one = canonical_address(spec.substr(start, comma - start));
+        if (one.empty()) return false;
+        list.push_back(std::move(one));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    out = std::move(list);
+    return true;
+}
+
 std::optional<size_t> parse_bounded(const std::string &text, size_t lo, size_t hi) {
     size_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

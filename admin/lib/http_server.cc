@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <unordered_set>
@@ -66,6 +67,7 @@ struct HttpServer::Impl {
     net::steady_timer accept_retry{ioc};
     net::steady_timer stop_deadline{ioc};
     BoundedPool pool;
+    std::vector<std::string> trusted_proxies;  // set before the loop runs; read-only after
     std::unordered_set<Session *> sessions;  // open ones; touched on the loop thread only
     // Set on the loop thread; workers read it to skip requests still queued.
     std::atomic<bool> stopping{false};
@@ -91,7 +93,9 @@ public:
           buffer_(srv.limits.max_header_bytes + srv.limits.max_body + 4096) {
         beast::error_code ec;
         auto ep = stream_.socket().remote_endpoint(ec);
-        if (!ec) remote_ = ep.address().to_string();
+        // canonical, so that a v4 peer of a dual-stack listener is 1.2.3.4
+        // (not ::ffff:1.2.3.4) for the log and the trusted proxies alike
+        if (!ec) remote_ = canonical_address(ep.address().to_string());
         log_.remote = remote_;
     }
 
@@ -334,20 +338,12 @@ private:
         in.has_authorization = auth != req.end();
         if (in.has_authorization) in.authorization = std::string(auth->value());
         in.content_type = std::string(req[http::field::content_type]);
-        in.client_address = client_address(req);
+        auto real_ip = req.find("X-Real-IP");
+        const std::string real_ip_value = real_ip == req.end() ? std::string() : std::string(real_ip->value());
+        in.client_address =
+            client_address(remote_, real_ip == req.end() ? nullptr : &real_ip_value, srv_.trusted_proxies);
         in.body = req.body();
         return srv_.handler(in);
-    }
-
-    // The address a request came from: nginx's X-Real-IP when nginx (on
-    // loopback, as DESIGN places it) passed one on, else the peer's.
-    std::string client_address(const http::request<http::string_body> &req) const {
-        auto real = req.find("X-Real-IP");
-        if (real != req.end() && is_loopback_address(remote_)) {
-            std::string v(real->value());
-            if (v.size() <= 64 && is_ip_address(v)) return v;
-        }
-        return remote_;
     }
 
     void respond(HttpResponse out) {
@@ -530,6 +526,15 @@ void HttpServer::Impl::end_if_drained() {
     signals.cancel(ec);
 }
 
+std::string client_address(const std::string &peer, const std::string *real_ip,
+                           const std::vector<std::string> &trusted_proxies) {
+    if (real_ip && real_ip->size() <= 64 && is_ip_address(*real_ip) &&
+        std::find(trusted_proxies.begin(), trusted_proxies.end(), peer) != trusted_proxies.end()) {
+        return *real_ip;
+    }
+    return peer;
+}
+
 HttpServer::HttpServer(Handler handler, HttpServerLimits limits, Logger log)
     : impl_(std::make_unique<Impl>(std::move(handler), limits, std::move(log))) {}
 
@@ -554,6 +559,10 @@ size_t HttpServer::fit_to_descriptors() {
         max = std::min(max, budget);
     }
     return max;
+}
+
+void HttpServer::trust_proxies(std::vector<std::string> addresses) {
+    impl_->trusted_proxies = std::move(addresses);
 }
 
 bool HttpServer::bind(const std::string &host, int port, std::string &error) {

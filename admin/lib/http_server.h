@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http_exchange.h"
 
@@ -44,6 +45,14 @@ struct ExchangeLog {
     double seconds = 0;
 };
 
+// The address a request is recorded from: the X-Real-IP header (real_ip,
+// null when absent) if the peer is one of the trusted proxies (nginx in
+// front) and the value is an IP address, else the peer's own address. Any
+// other peer could write any address into the audit trail. The peer and the
+// trusted list are canonical (canonical_address).
+std::string client_address(const std::string &peer, const std::string *real_ip,
+                           const std::vector<std::string> &trusted_proxies);
+
 class HttpServer {
 public:
     using Logger = std::function<void(const ExchangeLog &)>;
@@ -56,6 +65,10 @@ public:
     // Raises the descriptor limit as far as allowed and lowers the
     // connection limit to what it can hold; returns the connection limit.
     size_t fit_to_descriptors();
+
+    // The peers whose X-Real-IP is believed (see client_address); none
+    // unless set. Canonical addresses (parse_address_list); before run().
+    void trust_proxies(std::vector<std::string> addresses);
 
     // Binds (SO_REUSEADDR); false with errno-style detail in `error`.
     bool bind(const std::string &host, int port, std::string &error);

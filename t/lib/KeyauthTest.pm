@@ -317,10 +317,14 @@ sub port { $_[0]{port} }
 
 # Starts the real keyauthd on a free loopback port; stop_keyauthd(SIGNAL)
 # stops it (TERM by default, KILL for a crash). With core_dir, it runs there
-# with no limit on the size of a core file.
+# with no limit on the size of a core file. It believes the X-Real-IP of
+# nginx, which reaches it from 127.0.0.1, as make run's keyauthd does;
+# trusted_proxy => ADDRS says whom else, '' no one.
 sub start_keyauthd {
     my ($self, %o) = @_;
-    my @extra = $o{map_size_mib} ? ('--map-size', $o{map_size_mib}) : ();
+    my $trusted = $o{trusted_proxy} // '127.0.0.1';
+    my @extra = length $trusted ? ('--trusted-proxy', $trusted) : ();
+    push @extra, '--map-size', $o{map_size_mib} if $o{map_size_mib};
     push @extra, @{ $o{args} // [] };
     $self->{keyauthd_port} //= free_port();
     my @cmd = ("$BUILD/keyauthd", $self->store_args,
@@ -535,6 +539,18 @@ package KeyauthTest;
 
 sub http_request {
     my ($port, $method, $path, @headers) = @_;
+    return raw_request($port, request_text($method, $path, @headers));
+}
+
+# http_request from another loopback address than 127.0.0.1 (LOCAL), as a
+# client other than nginx or the test itself
+sub http_request_from {
+    my ($local, $port, $method, $path, @headers) = @_;
+    return raw_request($port, request_text($method, $path, @headers), $local);
+}
+
+sub request_text {
+    my ($method, $path, @headers) = @_;
     my $body = '';
     if (@headers && ref $headers[-1] eq 'SCALAR') {
         $body = ${ pop @headers };
@@ -543,14 +559,16 @@ sub http_request {
     my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
     $req .= "$_\r\n" for @headers;
     $req .= "\r\n" . $body;
-    return raw_request($port, $req);
+    return $req;
 }
 
-# Sends the bytes as they are over a fresh connection and reads to EOF;
-# returns the first response as http_request does.
+# Sends the bytes as they are over a fresh connection (from LOCAL, an
+# address, if given) and reads to EOF; returns the first response as
+# http_request does.
 sub raw_request {
-    my ($port, $req) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10)
+    my ($port, $req, $local) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10,
+                                  $local ? (LocalAddr => $local) : ())
         or die "connect: $!";
     print $s $req;
     local $/;

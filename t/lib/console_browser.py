@@ -2,13 +2,18 @@
 """Drives the developer console page in real headless Chromium (Debian's
 chromium + chromium-driver, python3-selenium) for t/25-console-page.t:
 
-    console_browser.py BASE_URL TOKEN SCREENSHOT.png
+    console_browser.py BASE_URL TOKEN OTHER_TOKEN SCREENSHOT.png
 
 signs in, checks the plan catalog, creates a key (the secret is shown once,
 with the warning), calls the edge with it, revokes it through the page
 (accepting the confirmation), calls the edge again, reads the audit list,
-signs out, and takes a screenshot on the way. Prints one JSON object of what
-it saw; exit 0 unless the browser itself failed.
+and takes a screenshot on the way. Then the roll prompt: an empty answer,
+Cancel, a bad number and an unconfirmed grace of 0 roll nothing; a
+confirmed 0 rolls. Then what a sign-out leaves: signs out with a secret on
+screen, signs in again, makes a 401 (the token replaced by an unknown one)
+with a secret on screen, and signs in as another account (OTHER_TOKEN).
+Prints one JSON object of what it saw; exit 0 unless the browser itself
+failed.
 """
 import json
 import sys
@@ -21,7 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-base, token, shot = sys.argv[1:4]
+base, token, other_token, shot = sys.argv[1:5]
 seen = {}
 
 
@@ -32,6 +37,61 @@ def edge_status(secret):
             return res.status
     except urllib.error.HTTPError as e:
         return e.code
+
+
+def api_keys(tok):
+    """The account's keys as the API lists them: {id: status}."""
+    req = urllib.request.Request(base + "/v1/keys?limit=100", headers={"Authorization": "Bearer " + tok})
+    with urllib.request.urlopen(req, timeout=10) as res:
+        return {k["id"]: k["status"] for k in json.load(res)["keys"]}
+
+
+def secret_state(d):
+    """What the page holds of a secret: [box displayed, text in #secret]."""
+    return [d.find_element(By.ID, "secret-box").is_displayed(),
+            d.find_element(By.ID, "secret").get_attribute("textContent")]
+
+
+def console_errors(d):
+    """The browser console's errors since the last call (reading drains it)."""
+    return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def sign_in(d, tok):
+    d.find_element(By.ID, "token").send_keys(tok)
+    d.find_element(By.CSS_SELECTOR, "#sign-in-form button").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "create-form")))
+
+
+def create_key(d, name):
+    """Creates a key through the page; returns (id, secret) once it is listed."""
+    d.find_element(By.ID, "create-name").send_keys(name)
+    d.find_element(By.CSS_SELECTOR, "#create-form button").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "secret-box")))
+    secret = d.find_element(By.ID, "secret").text
+    row = wait.until(lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#key-rows tr")
+                                if r.find_element(By.TAG_NAME, "td").text == name])[0]
+    return row.get_attribute("data-key-id"), secret
+
+
+def roll_answer(d, key_id, answer, confirm=None):
+    """Clicks Roll on the key and answers the prompt (None: Cancel); when a
+    confirmation follows, returns its text, accepted if confirm is true."""
+    row = d.find_element(By.CSS_SELECTOR, '#key-rows tr[data-key-id="%s"]' % key_id)
+    row.find_element(By.XPATH, ".//button[text()='Roll']").click()
+    prompt = wait.until(ec.alert_is_present())
+    if answer is None:
+        prompt.dismiss()
+        return None
+    if answer:
+        prompt.send_keys(answer)
+    prompt.accept()
+    if confirm is None:
+        return None
+    box = wait.until(ec.alert_is_present())
+    text = box.text
+    box.accept() if confirm else box.dismiss()
+    return text
 
 
 options = webdriver.ChromeOptions()
@@ -48,9 +108,7 @@ try:
     seen["fx"] = driver.find_element(By.ID, "fx").text
     seen["app_hidden_before_sign_in"] = not driver.find_element(By.ID, "app").is_displayed()
 
-    driver.find_element(By.ID, "token").send_keys(token)
-    driver.find_element(By.CSS_SELECTOR, "#sign-in-form button").click()
-    wait.until(ec.visibility_of_element_located((By.ID, "create-form")))
+    sign_in(driver, token)
     seen["token_in_session_storage"] = driver.execute_script(
         "return sessionStorage.getItem('keyauthConsoleToken') === arguments[0]", token)
     seen["token_in_local_storage"] = driver.execute_script("return localStorage.length") != 0
@@ -86,9 +144,62 @@ try:
                      for tr in driver.find_elements(By.CSS_SELECTOR, "#audit-rows tr")]
     seen["page_text_has_secret"] = secret in driver.find_element(By.TAG_NAME, "body").text
 
+    # The roll prompt: only a deliberate, valid answer rolls.
+    roll_id, _ = create_key(driver, "to roll")
+    driver.find_element(By.ID, "dismiss-secret").click()
+    before = api_keys(token)
+    unrolled = {}
+    for name, answer in (("cancel", None), ("empty", ""), ("blank", "   "), ("word", "soon"),
+                         ("fraction", "1.5"), ("negative", "-1"), ("too_long", "604801"), ("exponent", "1e3")):
+        roll_answer(driver, roll_id, answer)
+        unrolled[name] = {"keys_unchanged": api_keys(token) == before,
+                          "secret": secret_state(driver),
+                          "message": driver.find_element(By.ID, "message").text}
+    seen["unrolled"] = unrolled
+    seen["grace0_confirmation"] = roll_answer(driver, roll_id, "0", confirm=False)
+    seen["grace0_declined_keys_unchanged"] = api_keys(token) == before
+    seen["grace0_declined_secret"] = secret_state(driver)
+    roll_answer(driver, roll_id, "0", confirm=True)
+    wait.until(ec.visibility_of_element_located((By.ID, "secret-box")))
+    rolled_secret = driver.find_element(By.ID, "secret").text
+    after = api_keys(token)
+    seen["grace0_confirmed"] = {"old_status": after.get(roll_id), "new_keys": len(after) - len(before),
+                                "secret_prefix": rolled_secret[:3]}
+
+    # Signing out with a secret on screen leaves nothing of it.
     driver.find_element(By.ID, "sign-out").click()
     seen["token_after_sign_out"] = driver.execute_script("return sessionStorage.getItem('keyauthConsoleToken')")
-    seen["console_errors"] = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    seen["secret_after_sign_out"] = secret_state(driver)
+    seen["key_rows_after_sign_out"] = len(driver.find_elements(By.CSS_SELECTOR, "#key-rows tr"))
+    sign_in(driver, token)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#key-rows tr"))
+    seen["secret_after_sign_in_again"] = secret_state(driver)
+
+    # A 401 (the token no longer valid) with a secret on screen: the same.
+    _, secret_401 = create_key(driver, "before the 401")
+    errors = console_errors(driver)
+    driver.execute_script("sessionStorage.setItem('keyauthConsoleToken', arguments[0])",
+                          "kac_" + "0" * 43)
+    driver.find_element(By.ID, "keys-first").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "sign-in")))
+    wait.until(lambda d: d.find_element(By.ID, "message").text)
+    seen["after_401"] = {"secret": secret_state(driver),
+                         "app_displayed": driver.find_element(By.ID, "app").is_displayed(),
+                         "token": driver.execute_script("return sessionStorage.getItem('keyauthConsoleToken')"),
+                         "message": driver.find_element(By.ID, "message").text}
+    # the 401 itself is the one error the browser logs for it
+    errors += [e for e in console_errors(driver) if "status of 401" not in e]
+
+    # Another account in the same tab sees no secret and no key of the first.
+    sign_in(driver, other_token)
+    # its trail has its account.create: once listed, the page has loaded it
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#audit-rows tr"))
+    body = driver.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+    seen["other_account"] = {"secret": secret_state(driver),
+                             "key_rows": len(driver.find_elements(By.CSS_SELECTOR, "#key-rows tr")),
+                             "sees_a_secret": any(s in body for s in (secret, rolled_secret, secret_401))}
+    driver.find_element(By.ID, "sign-out").click()
+    seen["console_errors"] = errors + console_errors(driver)
 finally:
     driver.quit()
 print(json.dumps(seen))
