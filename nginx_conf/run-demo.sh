@@ -24,16 +24,18 @@ if [ ! -s "$VAR/console-token" ]; then
     (umask 077 && printf '%s\n' "$token" > "$VAR/console-token")
 fi
 
-# Workers run as www-data when it can use the store (the LMDB lock file
-# must be writable by them), as the documented production setup does.
+# Workers run as www-data when it can use the store (read data.mdb, write
+# the LMDB lock file), as the documented production setup does: the store
+# stays root's to write (2750, data.mdb 0640), its group www-data reads it.
 user_line=""
 if [ "$(id -u)" = 0 ]; then
     chgrp -R www-data "$DB" 2>/dev/null || true
-    # the usage env beside the store: the collecting worker creates its
-    # files, keyauthd reads them (keyauth_usage_db in nginx_conf/README.md)
-    mkdir -p "$DB.usage" && chmod 2770 "$DB.usage"
-    chgrp -R www-data "$DB.usage" 2>/dev/null || true
-    if runuser -u www-data -- test -w "$DB/lock.mdb" 2>/dev/null &&
+    # the usage env beside the store, the other way round: the collecting
+    # worker (www-data) writes it, keyauthd (root here) reads it as its group
+    # (keyauth_usage_db in nginx_conf/README.md)
+    install -d -m 2750 "$DB.usage" && chown -R "www-data:$(id -g)" "$DB.usage" 2>/dev/null || true
+    if runuser -u www-data -- test -r "$DB/data.mdb" 2>/dev/null &&
+       runuser -u www-data -- test -w "$DB/lock.mdb" 2>/dev/null &&
        runuser -u www-data -- test -w "$DB.usage" 2>/dev/null; then
         user_line="user www-data www-data;"
     else

@@ -1,6 +1,8 @@
-# keyauthctl doctor: a healthy store, loose permissions, a store other users
-# can write (a failure, which keyauthctl and keyauthd refuse to open), a
-# worker user who cannot use it, no store at all; and it changes nothing.
+# keyauthctl doctor: a healthy store, loose permissions, a store its group
+# can write (a warning), a store other users can write (a failure, which
+# keyauthctl and keyauthd refuse to open), a worker user who cannot use it,
+# one who can but may not write it (and keyauthctl, run as that user, is
+# refused before it writes anything), no store at all; and it changes nothing.
 use strict;
 use warnings;
 use FindBin;
@@ -18,13 +20,31 @@ my ($rc, $json) = $t->ctl_raw('doctor');
 is $rc, 0, 'a fresh store: exit 0';
 ok !(grep { $_->{level} ne 'ok' } @{ $json->{findings} }), 'every finding ok';
 ok((grep { $_->{message} =~ /schema version/ } @{ $json->{findings} }), 'the schema is checked');
+my %mode = map { $_ => sprintf '%04o', (stat "$db$_")[2] & 07777 } ('', '/data.mdb', '/lock.mdb');
+is_deeply \%mode, { '' => '2750', '/data.mdb' => '0640', '/lock.mdb' => '0660' },
+    'created 2750, data.mdb 0640, lock.mdb 0660: the group reads, only the owner writes';
 
 chmod 0664, "$db/data.mdb" or die;
 ($rc, $json) = $t->ctl_raw('doctor');
 is $rc, 0, 'readable by others is a warning, not a failure';
 ok((grep { $_->{level} eq 'warn' && $_->{message} =~ /data\.mdb is accessible to other users/ }
     @{ $json->{findings} }), 'data.mdb readable by others: warned');
-chmod 0660, "$db/data.mdb";
+chmod 0640, "$db/data.mdb";
+
+# the modes of a store made before issue 26: still opened, but the workers'
+# group could write it
+chmod 02770, $db or die;
+chmod 0660, "$db/data.mdb" or die;
+($rc, $json) = $t->ctl_raw('doctor');
+is $rc, 0, 'a group-writable store (2770, data.mdb 0660): exit 0, warnings';
+ok((grep { $_->{level} eq 'warn' && $_->{message} =~ m{\Q$db\E/data\.mdb is group-writable \(mode 0660\).*forge.*chmod g-w \Q$db\E/data\.mdb} }
+    @{ $json->{findings} }), 'data.mdb: warned, with the fix');
+ok((grep { $_->{level} eq 'warn' && $_->{message} =~ m{\Q$db\E is group-writable \(mode 2770\).*chmod g-w \Q$db\E$} }
+    @{ $json->{findings} }), 'the directory: warned, with the fix');
+my ($rc_old) = $t->ctl_raw('account', 'list');
+is $rc_old, 0, 'and the writers still open it';
+chmod 02750, $db;
+chmod 0640, "$db/data.mdb";
 
 # Writable by other users: they could forge or revoke keys. doctor fails,
 # and keyauthctl and keyauthd refuse to open the store, saying how to fix it.
@@ -99,8 +119,8 @@ is $? >> 8, 1, 'keyauthctl init in a world-writable directory: exit 1';
 like $made, qr{fix: chmod o-w \Q$open_dir\E}, 'says how to fix it';
 ok !-e "$open_dir/data.mdb" && !-e "$open_dir/lock.mdb", 'nothing was created there';
 $made = qx{"$t->{ctl}" --db "$open_dir/db" init 2>&1};
-is $? >> 8, 0, 'a store of its own below it is fine (created 2770)' or diag $made;
-is sprintf('%04o', (stat "$open_dir/db")[2] & 07777), '2770', 'mode 2770';
+is $? >> 8, 0, 'a store of its own below it is fine (created 2750)' or diag $made;
+is sprintf('%04o', (stat "$open_dir/db")[2] & 07777), '2750', 'mode 2750';
 
 SKIP: {
     skip 'needs root to act as another user', 2 unless $> == 0;
@@ -109,6 +129,36 @@ SKIP: {
     is $rc, 1, 'a worker user who cannot use the store: exit 1';
     ok((grep { $_->{level} eq 'fail' && $_->{message} =~ /user nobody cannot write lock\.mdb/ }
         @{ $json->{findings} }), 'and it says what to fix');
+}
+
+SKIP: {
+    skip 'needs root to act as another user', 8 unless $> == 0;
+    my $nogroup = getgrnam('nogroup') // skip 'no group nogroup', 8;
+    # the store given to the workers' group (nogroup): nobody reads data.mdb
+    # and writes lock.mdb, nothing more
+    chmod 0711, $t->dir or die $!;
+    chown 0, $nogroup, $db, "$db/data.mdb", "$db/lock.mdb" or die $!;
+    ($rc, $json) = $t->ctl_raw('doctor', '--user', 'nobody');
+    is $rc, 0, 'the workers\' user can use the store: exit 0';
+    ok((grep { $_->{level} eq 'ok' && $_->{message} =~ /user nobody can read data\.mdb and write lock\.mdb$/ }
+        @{ $json->{findings} }), 'it reads data.mdb and writes lock.mdb')
+        or diag explain $json;
+    ok !(grep { $_->{level} ne 'ok' } @{ $json->{findings} }), 'every finding ok';
+
+    my $slurp = sub { open my $f, '<:raw', $_[0] or die "$_[0]: $!"; local $/; <$f> };
+    my $before = $slurp->("$db/data.mdb");
+    opendir my $dh, $db or die $!;
+    my @files = sort grep { !/^\.\.?$/ } readdir $dh;
+    my $err = qx{runuser -u nobody -- "$t->{ctl}" --db "$db" account create --name intruder --entitlement 5 2>&1 >/dev/null};
+    is $? >> 8, 1, 'keyauthctl account create as the workers\' user: exit 1';
+    like $err, qr{^keyauthctl: refusing to write the store at \Q$db\E: user nobody may not write \Q$db\E/data\.mdb \(root:nogroup, mode 0640\); only the store's owner writes it, its group only reads it: run this as root \(runuser -u root -- \.\.\.\)$}m,
+        'it says who may write the store and how to run as that user';
+    ok $before eq $slurp->("$db/data.mdb"), 'data.mdb unchanged';
+    rewinddir $dh;
+    is_deeply [sort grep { !/^\.\.?$/ } readdir $dh], \@files, 'no file made or removed';
+    my $accounts = $t->ctl('account', 'list');
+    ok !(grep { $_->{name} eq 'intruder' } @{ ref $accounts eq 'HASH' ? $accounts->{accounts} : $accounts }),
+        'no account intruder';
 }
 
 ($rc, $json) = $t->ctl_raw('doctor', '--user', 'no-such-user-here');

@@ -203,6 +203,10 @@ TEST(SyncdMirror, NoStoreAppearsAtThePathBeforeACompleteSnapshot) {
         EXPECT_EQ(m.mark()->revision, 12);
         EXPECT_EQ(m.mark()->cluster_id, 7u);
         EXPECT_FALSE(std::filesystem::exists(m.rebuild_path()));
+        // a new store's modes (lmdb_backend.h): the workers' group only reads
+        EXPECT_EQ(kt::mode_of(path), 02750u);
+        EXPECT_EQ(kt::mode_of(path + "/data.mdb"), 0640u);
+        EXPECT_EQ(kt::mode_of(path + "/lock.mdb"), 0660u);
     }
     Mirror again(path, 0);  // the mark was written with the records
     ASSERT_TRUE(again.mark());

@@ -81,15 +81,21 @@ TEST(UsageEnv, MakesTheDirectoryAndKeepsItsEdgeId) {
     std::string err;
     unsigned char first[KA_USAGE_EDGE_ID_LEN];
     {
+        const mode_t umask_was = umask(077);  // the modes hold whatever nginx's umask
         auto env = UsageEnv::open(path, err);
+        umask(umask_was);
         ASSERT_TRUE(env) << err;
         std::memcpy(first, env->edge_id(), sizeof(first));
     }
+    // the workers' user writes it; its group (keyauthd's, keyauth-syncd's)
+    // reads data.mdb and takes reader slots in lock.mdb, nothing more
     struct stat st;
     ASSERT_EQ(stat(path.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, 02770u);
+    EXPECT_EQ(st.st_mode & 07777, 02750u);
     ASSERT_EQ(stat((path + "/data.mdb").c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0007, 0u) << "no access for others";
+    EXPECT_EQ(st.st_mode & 07777, 0640u);
+    ASSERT_EQ(stat((path + "/lock.mdb").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0660u);
     auto again = UsageEnv::open(path, err);
     ASSERT_TRUE(again) << err;
     EXPECT_EQ(0, std::memcmp(first, again->edge_id(), sizeof(first)));

@@ -46,9 +46,12 @@ Finding access_as(const std::string &path, const std::string &user) {
         } else if (open((path + "/data.mdb").c_str(), O_RDONLY) < 0) {
             why = "cannot read data.mdb: " + std::string(std::strerror(errno));
         }
+        // more than the workers need: a writer's access
+        const bool writes =
+            why.empty() && faccessat(AT_FDCWD, (path + "/data.mdb").c_str(), W_OK, AT_EACCESS) == 0;
         ssize_t n = write(pipefd[1], why.data(), why.size());
         (void)n;
-        _exit(why.empty() ? 0 : 1);
+        _exit(!why.empty() ? 1 : writes ? 2 : 0);
     }
     close(pipefd[1]);
     char buf[512];
@@ -59,8 +62,14 @@ Finding access_as(const std::string &path, const std::string &user) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         return {L::kOk, "user " + user + " can read data.mdb and write lock.mdb"};
     }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+        return {L::kWarn, "user " + user + " can read data.mdb and write lock.mdb, and can write data.mdb "
+                          "too: as the nginx workers' user it could forge or revoke keys (the workers only "
+                          "read it: data.mdb 0640, owned by the writer)"};
+    }
     return {L::kFail, "user " + user + " " + std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) +
-                          " (chgrp -R a group of " + user + " and keep the modes 2770/0660)"};
+                          " (chgrp -R a group of " + user +
+                          " and keep the modes: directory 2750, data.mdb 0640, lock.mdb 0660)"};
 }
 
 // key_slots against keys_by_hash, slot by slot: what a writer killed in the
@@ -97,18 +106,31 @@ std::vector<Finding> diagnose(const std::string &path, const std::optional<std::
             out.push_back({L::kFail, std::string(file) + " is missing; create the store with keyauthctl init"});
             return out;
         }
+        const bool lock = std::strcmp(file, "lock.mdb") == 0;
         if ((st.st_mode & 0007) && !(st.st_mode & S_IWOTH)) {
             out.push_back({L::kWarn, std::string(file) + " is accessible to other users (mode " +
-                                         octal(st.st_mode) + "); 0660 is enough"});
+                                         octal(st.st_mode) + "); " + (lock ? "0660" : "0640") +
+                                         " is enough"});
         }
-        if (std::strcmp(file, "lock.mdb") == 0 && !(st.st_mode & 0020)) {
+        if (lock && !(st.st_mode & 0020)) {
             out.push_back({L::kWarn, "lock.mdb is not group-writable (mode " + octal(st.st_mode) +
                                          "): nginx workers of the group cannot take a reader slot"});
+        }
+        // the workers' group only reads (stores made before 2750/0640 had this)
+        if (!lock && (st.st_mode & S_IWGRP) && !(st.st_mode & S_IWOTH)) {
+            out.push_back({L::kWarn, path + "/data.mdb is group-writable (mode " + octal(st.st_mode) +
+                                         "): the nginx workers' group could forge or revoke keys; "
+                                         "only the owner writes it: chmod g-w " + path + "/data.mdb"});
         }
     }
     if ((dir.st_mode & 0007) && !(dir.st_mode & S_IWOTH)) {
         out.push_back({L::kWarn, path + " is accessible to other users (mode " + octal(dir.st_mode) +
-                                     "); 2770 is enough"});
+                                     "); 2750 is enough"});
+    }
+    if ((dir.st_mode & S_IWGRP) && !(dir.st_mode & S_IWOTH)) {
+        out.push_back({L::kWarn, path + " is group-writable (mode " + octal(dir.st_mode) +
+                                     "): the nginx workers' group could replace data.mdb; "
+                                     "only the owner writes it: chmod g-w " + path});
     }
     // what keyauthctl and keyauthd refuse to open
     for (const auto &w : writable_by_others(path)) {

@@ -1,6 +1,8 @@
 #include "lmdb_backend.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -18,10 +20,9 @@ namespace {
 
 // Readers of old and new nginx workers overlap during a reload.
 constexpr unsigned kMaxReaders = 1024;
-// data.mdb and lock.mdb: the nginx worker's group must write lock.mdb (LMDB
-// readers take their reader slot there). Applied whatever the umask.
-constexpr mdb_mode_t kFileMode = 0660;
-constexpr mode_t kDirMode = 02770;
+constexpr mode_t kDirMode = LmdbBackend::kDirMode;
+constexpr mode_t kDataMode = LmdbBackend::kDataMode;
+constexpr mode_t kLockMode = LmdbBackend::kLockMode;
 
 bool exists(const std::string &path) {
     struct stat st;
@@ -43,6 +44,21 @@ void mkdir_p(std::string path) {
             throw std::runtime_error("cannot create directory " + cur + ": " + std::strerror(errno));
         }
     }
+}
+
+// LMDB would create lock.mdb with data.mdb's mode, which the readers' group
+// cannot write; and in a 2750 directory they cannot create it themselves.
+void create_lock_file(const std::string &dir) {
+    const std::string path = dir + "/lock.mdb";
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, kLockMode);
+    if (fd < 0) {
+        if (errno == EEXIST) return;
+        throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+    }
+    const bool ok = ::fchmod(fd, kLockMode) == 0;  // not narrowed by the umask
+    const int why = errno;
+    ::close(fd);
+    if (!ok) throw std::runtime_error("cannot set the mode of " + path + ": " + std::strerror(why));
 }
 
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char *>(s.data())}; }
@@ -133,22 +149,21 @@ private:
 LmdbBackend::LmdbBackend(const std::string &path, size_t map_size) : env_(lmdb::env::create()) {
     mkdir_p(path);
     require_private_store(path);  // before LMDB opens (or creates) a file
+    require_writable_store(path);
     const bool fresh = !exists(path + "/data.mdb");
+    create_lock_file(path);
     env_.set_max_dbs(KA_DB_COUNT);
     env_.set_max_readers(kMaxReaders);
     // No size before opening: LMDB then maps what the store was last written
     // with. The larger of that and map_size is kept, so that two writers asking
     // for different sizes (keyauthd --map-size, keyauthctl) never shrink the
     // map under data the other one wrote.
-    env_.open(path.c_str(), 0, kFileMode);
+    env_.open(path.c_str(), 0, kDataMode);
     const size_t wanted = map_size != 0 ? map_size : fresh ? kDefaultMapSize : 0;
     MDB_envinfo info;
     mdb_env_info(env_.handle(), &info);
     if (info.me_mapsize < wanted) env_.set_mapsize(wanted);
-    if (fresh) {
-        ::chmod((path + "/data.mdb").c_str(), kFileMode);
-        ::chmod((path + "/lock.mdb").c_str(), kFileMode);
-    }
+    if (fresh) ::chmod((path + "/data.mdb").c_str(), kDataMode);  // not narrowed by the umask
     int dead = 0;
     mdb_reader_check(env_.handle(), &dead);
 

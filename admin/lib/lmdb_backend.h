@@ -6,6 +6,7 @@
 #pragma once
 
 #include <lmdb++.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -20,12 +21,20 @@ namespace keyauth {
 class LmdbBackend final : public StoreBackend {
 public:
     static constexpr size_t kDefaultMapSize = size_t{1} << 32;  // sparse file
+    // A new store's modes, whatever the umask. Only the owner (the writer)
+    // writes the directory and data.mdb; its group (the nginx workers) reads
+    // data.mdb and writes lock.mdb, where LMDB readers take their slot, but
+    // cannot create it: the writer does, before LMDB opens. setgid: the files
+    // get the directory's group.
+    static constexpr mode_t kDirMode = 02750;
+    static constexpr mode_t kDataMode = 0640;
+    static constexpr mode_t kLockMode = 0660;
 
     // Opens (creating if needed) the environment directory at path, with a
     // map of at least map_size bytes, and never less than the store was last
     // written with; 0: as written, kDefaultMapSize for a new store. Refuses
-    // (StorePermissionError, permissions.h) a store other users can write,
-    // and (StoreError kCorrupt) another schema version.
+    // (StorePermissionError, permissions.h) a store other users can write or
+    // this process may not, and (StoreError kCorrupt) another schema version.
     explicit LmdbBackend(const std::string &path, size_t map_size = 0);
 
     std::unique_ptr<RecordReader> read() override;

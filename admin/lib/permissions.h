@@ -3,11 +3,13 @@
 // writer (keyauthctl, keyauthd) refuses a store that other users can write,
 // and keyauthctl doctor reports it as a failure.
 //
-// Group write stays allowed: the nginx workers' group must write lock.mdb
-// (LMDB readers take their slot there), and the store is made 2770/0660 for
-// that group. A world-writable directory is refused even with the sticky bit
-// (as /tmp has): others could still create a data.mdb or lock.mdb that is
-// missing, or the files of a store made later in it.
+// The group is the nginx workers': LMDB readers open data.mdb read-only and
+// take their slot in lock.mdb, so a store is made 2750, data.mdb 0640 and
+// lock.mdb 0660, and only its owner writes it (require_writable_store). A
+// group-writable data.mdb or directory of an older store is doctor's warning,
+// not a refusal. A world-writable directory is refused even with the sticky
+// bit (as /tmp has): others could still create a data.mdb or lock.mdb that
+// is missing, or the files of a store made later in it.
 #pragma once
 
 #include <sys/types.h>
@@ -43,5 +45,12 @@ public:
 // it before opening anything, so keyauthctl and keyauthd need no call of
 // their own.
 void require_private_store(const std::string &dir);
+
+// Throws StorePermissionError, saying who may write the store and how to run
+// as that user, when this process cannot write data.mdb (or, for a new store,
+// create files in dir): a process of the workers' group must not get in
+// through lock.mdb, which it can write, and fail only halfway. Called before
+// LMDB opens anything, so nothing is written.
+void require_writable_store(const std::string &dir);
 
 }  // namespace keyauth

@@ -166,7 +166,7 @@ std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
     const bool have_live = ::stat(path_.c_str(), &live_dir) == 0 && S_ISDIR(live_dir.st_mode);
     if (have_live) {
         copy_access(path_, dir);
-    } else if (::chmod(dir.c_str(), 02770) != 0) {  // LmdbBackend's mode for a new store
+    } else if (::chmod(dir.c_str(), LmdbBackend::kDirMode) != 0) {  // as for any new store
         fail("cannot set the mode of " + dir);
     }
     // Never a smaller map than the live store's: its records must fit.

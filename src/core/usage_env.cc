@@ -1,7 +1,9 @@
 #include "usage_env.h"
 
+#include <fcntl.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,6 +15,12 @@ namespace {
 
 // Sparse; ~100 bytes a key with LMDB's overhead: room for millions of keys.
 constexpr size_t kMapSize = size_t{1} << 30;
+// As the key store's (admin/lib/lmdb_backend.h), with the roles swapped: the
+// workers' user writes; the group (keyauthd's, keyauth-syncd's) reads data.mdb
+// and takes reader slots in lock.mdb, which it cannot create in 2750.
+constexpr mode_t kDirMode = 02750;
+constexpr mode_t kDataMode = 0640;
+constexpr mode_t kLockMode = 0660;
 
 std::string mdb_error(const std::string &what, int rc) {
     return what + ": " + mdb_strerror(rc);
@@ -46,6 +54,20 @@ int ensure_edge_id(MDB_txn *txn, MDB_dbi meta, unsigned char out[KA_USAGE_EDGE_I
     return rc;
 }
 
+// Before LMDB opens: it would make lock.mdb with data.mdb's mode.
+bool create_lock_file(const std::string &dir, std::string &err) {
+    const std::string path = dir + "/lock.mdb";
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, kLockMode);
+    if (fd < 0) {
+        if (errno == EEXIST) return true;
+        err = "cannot create \"" + path + "\": " + std::strerror(errno);
+        return false;
+    }
+    (void)::fchmod(fd, kLockMode);  // the umask may have taken the group's bits
+    ::close(fd);
+    return true;
+}
+
 }  // namespace
 
 UsageEnv::~UsageEnv() {
@@ -54,12 +76,15 @@ UsageEnv::~UsageEnv() {
 
 std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &err) {
     try {
-        if (::mkdir(path.c_str(), 02770) == 0) {
-            (void)::chmod(path.c_str(), 02770);  // the umask may have taken the group's bits
+        if (::mkdir(path.c_str(), kDirMode) == 0) {
+            (void)::chmod(path.c_str(), kDirMode);  // the umask may have taken the group's bits
         } else if (errno != EEXIST) {
             err = "cannot make the directory \"" + path + "\": " + std::strerror(errno);
             return nullptr;
         }
+        struct stat st;
+        const bool fresh = ::stat((path + "/data.mdb").c_str(), &st) != 0;
+        if (!create_lock_file(path, err)) return nullptr;
         std::unique_ptr<UsageEnv> u(new UsageEnv());
         int rc = mdb_env_create(&u->env_);
         if (rc != 0) {
@@ -69,11 +94,12 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
         }
         mdb_env_set_maxdbs(u->env_, KA_USAGE_DB_COUNT);
         mdb_env_set_mapsize(u->env_, kMapSize);
-        rc = mdb_env_open(u->env_, path.c_str(), MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOTLS, 0660);
+        rc = mdb_env_open(u->env_, path.c_str(), MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOTLS, kDataMode);
         if (rc != 0) {
             err = mdb_error("mdb_env_open(\"" + path + "\")", rc);
             return nullptr;
         }
+        if (fresh) (void)::chmod((path + "/data.mdb").c_str(), kDataMode);
         int dead = 0;
         mdb_reader_check(u->env_, &dead);
         MDB_txn *txn = nullptr;

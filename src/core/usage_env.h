@@ -22,8 +22,9 @@ public:
     UsageEnv(const UsageEnv &) = delete;
     UsageEnv &operator=(const UsageEnv &) = delete;
 
-    // Opens PATH for writing, making the directory (mode 2770) and the
-    // environment (files 0660, so the readers' group can read it) and its
+    // Opens PATH for writing, making the directory (mode 2750) and the
+    // environment (data.mdb 0640, lock.mdb 0660: the readers' group reads it
+    // and takes reader slots, only the workers' user writes it) and its
     // random edge id if they are missing. Null with a reason on failure.
     static std::unique_ptr<UsageEnv> open(const std::string &path, std::string &err);
 
