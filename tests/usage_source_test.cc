@@ -4,7 +4,12 @@
 // too, as the writer of what the etcd source reads.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "etcd_cluster.h"
@@ -104,6 +109,43 @@ TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
     auto u = src->usage_of(id_of(1), {id_of(2), id_of(3)});
     EXPECT_EQ(u[id_of(2)], (KeyUsage{7, 1, 2000}));
     EXPECT_EQ(u[id_of(3)], KeyUsage{}) << "only the account's own keys";
+}
+
+// keyauthd reads usage from its pool threads at once while the edge's worker
+// writes. The usage table's handle is opened once (LMDB forbids opening
+// handles in concurrent transactions, and an aborted one closed the handle
+// under the other readers: a use after free that ASan reports here).
+TEST(LmdbUsageSource, ConcurrentReadersWhileTheWorkerWrites) {
+    TempDir dir;
+    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
+    count(path, id_of(1), id_of(2), 1, 0, 1000);
+    std::atomic<int> wrong{0};
+    // the writer is another process, as the nginx worker is (LMDB allows
+    // one open of an environment per process)
+    const pid_t writer = fork();
+    ASSERT_GE(writer, 0);
+    if (writer == 0) {
+        for (int i = 0; i < 200; i++) count(path, id_of(1), id_of(2), 1, 0, 1000 + i);
+        _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; t++) {
+        readers.emplace_back([&] {
+            uint64_t seen = 0;
+            for (int i = 0; i < 10000; i++) {
+                const uint64_t now = src->usage_of(id_of(1), {id_of(2)})[id_of(2)].allowed;
+                if (now < seen || now == 0) wrong++;  // totals only grow
+                seen = now;
+            }
+        });
+    }
+    for (auto &r : readers) r.join();
+    int status = 0;
+    ASSERT_EQ(waitpid(writer, &status, 0), writer);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writer failed";
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GE(src->usage_of(id_of(1), {id_of(2)})[id_of(2)].allowed, 2u);
 }
 
 TEST(EtcdUsageSource, SumsEveryEdgesPublishedTotals) {
