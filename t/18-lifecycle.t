@@ -16,7 +16,7 @@ use POSIX ();
 use Time::HiRes qw(time sleep);
 use JSON::PP;
 use EtcdCluster;
-use KeyauthTest qw(wait_until);
+use KeyauthTest qw(wait_until rfc3339);
 
 my $json = JSON::PP->new->utf8->canonical;
 my $LOCATIONS = <<'LOC';
@@ -24,36 +24,14 @@ my $LOCATIONS = <<'LOC';
         location /v1/ip/ { keyauth_scope ip:read; proxy_pass http://tool; }
 LOC
 
-sub rfc3339 {
-    my $t = shift;
-    my $ms = int($t * 1000 + 0.5);
-    return POSIX::strftime('%Y-%m-%dT%H:%M:%S', gmtime(int($ms / 1000))) . sprintf('.%03dZ', $ms % 1000);
-}
-
 sub run_mode {
     my ($mode, %opt) = @_;
     my $t = KeyauthTest->new(%opt);
     my $acc = $t->account(name => "lifecycle-$mode", entitlement => 10_000_000);
-    $t->start_keyauthd;
-    if ($opt{etcd}) {
-        $t->start_syncd;
-        $t->wait_synced or die "syncd did not sync:\n" . $t->syncd_log;
-    }
-    $t->start_nginx(http => $t->console_http . "\nkeyauth_zone keys:1m;",
-                    locations => $t->console_locations . $LOCATIONS, no_init => !!$opt{etcd});
+    $t->start_console_stack(locations => $LOCATIONS);
     my $tok = $acc->{consoleToken};
 
-    my $api = sub {
-        my ($method, $path, $body) = @_;
-        my @h = ("Authorization: Bearer $tok");
-        if (defined $body) {
-            my $text = ref $body ? $json->encode($body) : $body;
-            push @h, 'Content-Type: application/json', \$text;
-        }
-        my $res = $t->request($method, $path, @h);
-        $res->{json} = KeyauthTest::json_body($res);
-        return $res;
-    };
+    my $api = $t->console_client($tok);
     my $edge = sub {
         my $secret = shift;
         my $res = $t->request(GET => '/v1/ip/192.0.2.1', "Authorization: Bearer $secret");

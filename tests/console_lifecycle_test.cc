@@ -28,6 +28,16 @@ protected:
     }
     std::string at(int64_t ms) { return format_time(ms); }
     std::string code(const HttpResponse &r) { return parsed(r)["error"]["code"]; }
+    // The code of the StoreError `write` throws; "none" if it succeeds.
+    template <class Write>
+    static std::string refusal(Write &&write) {
+        try {
+            write();
+        } catch (const StoreError &e) {
+            return e.code();
+        }
+        return "none";
+    }
 };
 
 }  // namespace
@@ -176,6 +186,128 @@ TEST_P(ConsoleLifecycleTest, AccountControlsCapKeysAndScopes) {
     json ok = made(alice, body);
     HttpResponse patch = call("PATCH", "/v1/keys/" + ok["id"].get<std::string>(), &alice, R"({"scopes":["geo:*"]})");
     EXPECT_EQ(code(patch), "SCOPE_NOT_ALLOWED");
+}
+
+// Issue 26, items 1-4: each way a key could be made active past the
+// account's controls, refused through the console API on both backends.
+TEST_P(ConsoleLifecycleTest, AnExpiredKeyMadeActiveAgainCountsAgainstTheCap) {
+    AccountChanges controls;
+    controls.max_keys = 1;
+    store.update_account(alice.account.id, controls);
+    json expiring = key_body("first");
+    expiring["expiresAt"] = at(now + 4000);
+    json first = made(alice, expiring);
+    now += 4000;
+    json second = made(alice, key_body("second"));  // the first has expired
+    const std::string path = "/v1/keys/" + first["id"].get<std::string>();
+    for (const char *revive : {R"({"expiresAt":null})", R"({"expiresAt":"2027-01-16T00:00:00Z"})"}) {
+        HttpResponse r = call("PATCH", path, &alice, revive);
+        EXPECT_EQ(r.status, 409) << revive << r.body;
+        EXPECT_EQ(code(r), "KEY_LIMIT_REACHED") << revive;
+    }
+    EXPECT_EQ(parsed(call("GET", path, &alice))["status"], "expired");
+    // renaming an expired key makes nothing active: allowed
+    EXPECT_EQ(call("PATCH", path, &alice, R"({"name":"old"})").status, 200);
+    // once the other is revoked, the first may come back
+    call("POST", "/v1/keys/" + second["id"].get<std::string>() + "/revoke", &alice);
+    EXPECT_EQ(call("PATCH", path, &alice, R"({"expiresAt":null})").status, 200);
+    EXPECT_EQ(parsed(call("GET", path, &alice))["status"], "active");
+}
+
+TEST_P(ConsoleLifecycleTest, ARolledPredecessorNeverComesBack) {
+    json k = made(alice, key_body());
+    const std::string path = "/v1/keys/" + k["id"].get<std::string>();
+    EXPECT_EQ(call("POST", path + "/roll", &alice, R"({"gracePeriodSeconds":2})").status, 201);
+    // in its grace: its expiry is the grace's end and cannot move
+    for (const std::string &body : {std::string(R"({"expiresAt":null})"),
+                                    R"({"expiresAt":")" + at(now + 86400000) + R"("})",
+                                    R"({"expiresAt":")" + at(now + 1000) + R"("})"}) {
+        HttpResponse r = call("PATCH", path, &alice, body);
+        EXPECT_EQ(r.status, 409) << body;
+        EXPECT_EQ(code(r), "KEY_ALREADY_ROLLED") << body;
+    }
+    now += 3000;
+    HttpResponse r = call("PATCH", path, &alice, R"({"expiresAt":null})");
+    EXPECT_EQ(code(r), "KEY_ALREADY_ROLLED");
+    json after = parsed(call("GET", path, &alice));
+    EXPECT_EQ(after["status"], "expired");
+    EXPECT_FALSE(after["rolledTo"].is_null());
+    EXPECT_EQ(call("PATCH", path, &alice, R"({"name":"retired"})").status, 200) << "a name is not a revival";
+}
+
+TEST_P(ConsoleLifecycleTest, ARollIsHeldToTheCapAndTheAllowedScopes) {
+    AccountChanges controls;
+    controls.max_keys = 1;
+    store.update_account(alice.account.id, controls);
+    json k = made(alice, key_body());
+    const std::string roll = "/v1/keys/" + k["id"].get<std::string>() + "/roll";
+    HttpResponse r = call("POST", roll, &alice, R"({"gracePeriodSeconds":600})");
+    EXPECT_EQ(r.status, 409) << "both would live during the grace";
+    EXPECT_EQ(code(r), "KEY_LIMIT_REACHED");
+
+    controls.max_keys = 5;
+    controls.allowed_scopes = std::vector<std::string>{"geo:read"};
+    store.update_account(alice.account.id, controls);
+    r = call("POST", roll, &alice, R"({"gracePeriodSeconds":0})");
+    EXPECT_EQ(r.status, 403) << "the successor's scopes are no longer allowed";
+    EXPECT_EQ(code(r), "SCOPE_NOT_ALLOWED");
+    EXPECT_EQ(parsed(call("GET", "/v1/keys/" + k["id"].get<std::string>(), &alice))["status"], "active")
+        << "nothing written";
+
+    controls.allowed_scopes = std::vector<std::string>{};
+    store.update_account(alice.account.id, controls);
+    // a chain of rolls with grace adds a live key each time, up to the cap
+    std::string id = k["id"];
+    int rolled = 0;
+    for (int i = 0; i < 10; i++) {
+        HttpResponse next = call("POST", "/v1/keys/" + id + "/roll", &alice, R"({"gracePeriodSeconds":604800})");
+        if (next.status != 201) {
+            EXPECT_EQ(code(next), "KEY_LIMIT_REACHED");
+            break;
+        }
+        rolled++;
+        id = parsed(next)["id"];
+    }
+    EXPECT_EQ(rolled, 4) << "5 live secrets at most";
+}
+
+TEST_P(ConsoleLifecycleTest, TheEpochIsATimeInThePastNeverNoExpiry) {
+    json body = key_body();
+    body["expiresAt"] = "1970-01-01T00:00:00Z";
+    HttpResponse r = create(alice, body.dump());
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(field_of(r), "expiresAt");
+    body["expiresAt"] = at(now + 60000);
+    json k = made(alice, body);
+    const std::string path = "/v1/keys/" + k["id"].get<std::string>();
+    for (const char *epoch : {R"({"expiresAt":"1970-01-01T00:00:00Z"})", R"({"expiresAt":"1970-01-01T05:30:00+05:30"})",
+                              R"({"expiresAt":"1970-01-01T00:00:00.000Z"})"}) {
+        r = call("PATCH", path, &alice, epoch);
+        EXPECT_EQ(r.status, 400) << epoch;
+        EXPECT_EQ(field_of(r), "expiresAt") << epoch;
+    }
+    EXPECT_EQ(parsed(call("GET", path, &alice))["expiresAt"], at(now + 60000)) << "the expiry stays";
+}
+
+TEST_P(ConsoleLifecycleTest, AResumeAdmitsTheAccountsKeysAsIfNew) {
+    made(alice, key_body());
+    made(alice, key_body());
+    store.set_suspended(alice.account.id, true);
+    AccountChanges controls;
+    controls.max_keys = 1;
+    store.update_account(alice.account.id, controls);
+    EXPECT_EQ(refusal([&] { store.set_suspended(alice.account.id, false); }), "KEY_LIMIT_REACHED")
+        << "2 active keys over a cap of 1";
+    controls.max_keys = 2;
+    controls.allowed_scopes = std::vector<std::string>{"geo:read"};
+    store.update_account(alice.account.id, controls);
+    EXPECT_EQ(refusal([&] { store.set_suspended(alice.account.id, false); }), "SCOPE_NOT_ALLOWED")
+        << "keys whose scopes are no longer allowed";
+    EXPECT_EQ(store.find_account(alice.account.id)->record.status, KA_ACCOUNT_SUSPENDED);
+    controls.allowed_scopes = std::vector<std::string>{"ip:*", "geo:read"};
+    store.update_account(alice.account.id, controls);
+    store.set_suspended(alice.account.id, false);
+    EXPECT_EQ(call("GET", "/v1/keys", &alice).status, 200);
 }
 
 TEST_P(ConsoleLifecycleTest, ASuspendedAccountIsRefusedUntilResumed) {

@@ -325,10 +325,9 @@ uint32_t parse_u32(const std::string &s, const char *what) {
     return static_cast<uint32_t>(v);
 }
 
-int64_t parse_time_arg(const std::string &s, const char *what, bool allow_never) {
-    if (allow_never && s == "never") return 0;
-    // 0 would mean "never" to the Store; the epoch is in the past all the same
-    if (auto ms = keyauth::parse_time(s)) return std::max<int64_t>(*ms, 1);
+keyauth::Expiry parse_time_arg(const std::string &s, const char *what, bool allow_never) {
+    if (allow_never && s == "never") return std::nullopt;
+    if (auto ms = keyauth::parse_time(s)) return *ms;  // the epoch too: a time, in the past
     throw UsageError(std::string(what) + " must be an RFC 3339 time such as 2030-01-01T00:00:00Z" +
                      (allow_never ? " or \"never\"" : "") + ", not \"" + shown(s) + "\"");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ids.h"
+#include "key_rules.h"
 
 namespace keyauthctl {
 
@@ -56,8 +57,8 @@ Args parse_command_line(int argc, char **argv);
 
 uint32_t parse_u32(const std::string &s, const char *what);
 keyauth::Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what);
-// An RFC 3339 time in ms, or 0 for "never" when allow_never.
-int64_t parse_time_arg(const std::string &s, const char *what, bool allow_never);
+// An RFC 3339 time, or "never" (nullopt) where allow_never.
+keyauth::Expiry parse_time_arg(const std::string &s, const char *what, bool allow_never);
 
 // An argument echoed in a message: a secret pasted there is masked, then cut.
 std::string shown(std::string s);

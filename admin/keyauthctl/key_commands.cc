@@ -28,7 +28,7 @@ int key_create(keyauth::Store &store, const Args &a) {
     spec.name = a.need("name");
     spec.scopes = a.all("scope");
     spec.requested_rpm = parse_u32(a.need("rate"), "--rate");
-    if (auto t = a.opt("expires-at")) spec.expires_ms = parse_time_arg(*t, "--expires-at", false);
+    if (auto t = a.opt("expires-at")) spec.expires_at = parse_time_arg(*t, "--expires-at", false);
     size_t left = count ? parse_u32(*count, "--count") : 1;
     if (left < 1 || left > 10'000'000) throw UsageError("--count must be from 1 to 10000000");
     const keyauth::Actor actor = operator_actor();
@@ -137,7 +137,7 @@ int key_update(keyauth::Store &store, const Args &a) {
     changes.name = a.opt("name");
     if (a.has("scope")) changes.scopes = a.all("scope");
     if (auto rate = a.opt("rate")) changes.requested_rpm = parse_u32(*rate, "--rate");
-    if (auto t = a.opt("expires-at")) changes.expires_ms = parse_time_arg(*t, "--expires-at", true);
+    if (auto t = a.opt("expires-at")) changes.expires_at = parse_time_arg(*t, "--expires-at", true);
     if (changes.empty()) throw UsageError("key update needs something to change: --name, --scope, --rate or --expires-at");
     auto rec = store.update_key(owner, id, changes, operator_actor());
     json j = key_json(store, rec);

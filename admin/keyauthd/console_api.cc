@@ -193,10 +193,11 @@ std::optional<HttpResponse> read_rate(const json &v, uint32_t &out) {
     return std::nullopt;
 }
 
-// expiresAt: an RFC 3339 time (null: never, where allow_null).
-std::optional<HttpResponse> read_expiry(const json &v, bool allow_null, int64_t &out) {
+// expiresAt: an RFC 3339 time, or null (never) where allow_null. The epoch
+// is a time like any other (in the past, so refused), never "never".
+std::optional<HttpResponse> read_expiry(const json &v, bool allow_null, Expiry &out) {
     if (v.is_null() && allow_null) {
-        out = 0;
+        out = std::nullopt;
         return std::nullopt;
     }
     std::optional<int64_t> t;
@@ -323,7 +324,7 @@ HttpResponse ConsoleApi::create_key(const Id &account, const Actor &actor, const
     if (auto r = read_scopes(body["scopes"], spec.scopes)) return *r;
     if (auto r = read_rate(body["rateLimitPerMinute"], spec.requested_rpm)) return *r;
     if (body.contains("expiresAt")) {
-        if (auto r = read_expiry(body["expiresAt"], false, spec.expires_ms)) return *r;
+        if (auto r = read_expiry(body["expiresAt"], false, spec.expires_at)) return *r;
     }
     // Read before the write: once the key is committed, nothing may fail
     // between it and the one answer that carries its secret.
@@ -412,7 +413,7 @@ HttpResponse ConsoleApi::update_key(const Id &account, const Actor &actor, const
         if (auto r = read_rate(body["rateLimitPerMinute"], changes.requested_rpm.emplace())) return *r;
     }
     if (body.contains("expiresAt")) {
-        if (auto r = read_expiry(body["expiresAt"], true, changes.expires_ms.emplace())) return *r;
+        if (auto r = read_expiry(body["expiresAt"], true, changes.expires_at.emplace())) return *r;
     }
     return one_key(account, store_.update_key(account, id, changes, actor), 200);
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "key_rules.h"
+
 namespace keyauth {
 
 namespace {
@@ -23,8 +25,7 @@ void set_usage(nlohmann::json &key, const UsageTotals &usage) {
 
 const char *key_status(const KeyRecord &key, int64_t now_ms) {
     if (key.status == KA_KEY_REVOKED) return "revoked";
-    if (key.expires_ms != 0 && now_ms >= key.expires_ms) return "expired";
-    return "active";
+    return key_active(key, now_ms) ? "active" : "expired";
 }
 
 nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "key_format.h"
+#include "key_rules.h"
 #include "keyauth_schema.h"
 #include "le.h"
 #include "money.h"
@@ -40,10 +41,6 @@ std::string account_key(const Id &account, const Id &key) {
 
 [[noreturn]] void conflict(const char *code, const std::string &msg) {
     throw StoreError(StoreError::Kind::kConflict, "", msg, code);
-}
-
-[[noreturn]] void forbidden(const char *code, const char *field, const std::string &msg) {
-    throw StoreError(StoreError::Kind::kForbidden, field, msg, code);
 }
 
 [[noreturn]] void no_account(const Id &id) {
@@ -101,35 +98,6 @@ void validate_max_keys(uint32_t n) {
         invalid("maxKeys", "maxKeys must be an integer from 1 to " + std::to_string(KA_MAX_KEYS_LIMIT));
 }
 
-// A scope is allowed if one of the account's allowed scopes grants it ("ip:*"
-// allows "ip:read"); no allowed scopes: any.
-void require_allowed(const AccountRecord &acc, const std::vector<std::string> &scopes) {
-    if (acc.allowed_scopes.empty()) return;
-    for (const auto &s : scopes) {
-        bool ok = false;
-        for (const auto &a : acc.allowed_scopes) ok = ok || scope_grants(a, s);
-        if (!ok)
-            forbidden("SCOPE_NOT_ALLOWED", "scopes",
-                      "scope \"" + s + "\" is not among the account's allowed scopes");
-    }
-}
-
-void require_active(const Account &acc) {
-    if (acc.record.status != KA_ACCOUNT_ACTIVE)
-        forbidden("ACCOUNT_SUSPENDED", "account",
-                  "account " + id_to_string(kAccountIdPrefix, acc.id) + " is suspended");
-}
-
-bool is_expired(const KeyRecord &k, int64_t now) { return k.expires_ms != 0 && now >= k.expires_ms; }
-
-// Expiry as given (0: never) must be in the future and at most ten years on.
-void validate_expiry(int64_t expires_ms, int64_t now) {
-    if (expires_ms == 0) return;
-    if (expires_ms <= now) invalid("expiresAt", "expiresAt must be in the future");
-    if (expires_ms - now > Store::kMaxExpiryAheadMs)
-        invalid("expiresAt", "expiresAt must be at most 3652 days ahead");
-}
-
 void validate_grace(int64_t seconds, const char *field) {
     if (seconds < 0 || seconds > Store::kMaxGraceSeconds)
         invalid(field, std::string(field) + " must be an integer from 0 to 604800");
@@ -167,46 +135,6 @@ PlanRecord plan_from(std::string_view id, std::string_view v) {
     return view.to_owned(id);
 }
 
-// The account's keys that are not revoked, and how many of them have not
-// expired either (the ones maxKeys caps).
-struct KeyCounts {
-    uint32_t live = 0;
-    uint32_t active = 0;
-};
-
-KeyCounts count_keys(RecordReader &r, const Id &account, int64_t now) {
-    KeyCounts c;
-    const std::string_view owner(reinterpret_cast<const char *>(account.data()), account.size());
-    r.scan(Table::kAccountKeys, owner, owner, [&](std::string_view key, std::string_view hash) {
-        if (key.size() != KA_ACCOUNT_KEY_LEN || key.substr(0, KA_ID_LEN) != owner) return false;
-        auto stored = r.get(Table::kKeysByHash, hash);
-        KeyRecordView view;
-        if (!stored || decode_key_record(stored->data(), stored->size(), view) != DecodeStatus::kOk)
-            corrupt("unreadable key record in account index");
-        if (view.status == KA_KEY_REVOKED) return true;
-        c.live++;
-        if (view.expires_ms == 0 || now < view.expires_ms) c.active++;
-        return true;
-    });
-    return c;
-}
-
-// Admits `adding` more keys under the account's cap, and records them in
-// its live-key count (written back by the caller). The count is exact for
-// keys not revoked; only when it says the cap is reached are the account's
-// keys read, since expired ones do not count.
-void admit_keys(RecordReader &r, Account &acc, uint32_t adding, int64_t now) {
-    AccountRecord &rec = acc.record;
-    if (rec.live_keys == KA_LIVE_KEYS_UNKNOWN || uint64_t(rec.live_keys) + adding > rec.max_keys) {
-        KeyCounts c = count_keys(r, acc.id, now);
-        rec.live_keys = c.live;
-        if (uint64_t(c.active) + adding > rec.max_keys)
-            conflict("KEY_LIMIT_REACHED", "the account has " + std::to_string(c.active) +
-                                              " active keys, its limit is " + std::to_string(rec.max_keys));
-    }
-    rec.live_keys += adding;
-}
-
 // Key ids grow in creation order (lists page by id), also within one
 // millisecond and across writers: each steps past the newest id stored,
 // under a guard that none newer appears before the write applies.
@@ -242,7 +170,7 @@ CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, cons
     rec.key_id = id;
     rec.account_id = account;
     rec.created_ms = now;
-    rec.expires_ms = spec.expires_ms;
+    rec.expires_ms = stored_expiry(spec.expires_at);
     rec.scopes = spec.scopes;
     rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
     rec.name = spec.name;
@@ -446,6 +374,7 @@ Account Store::set_suspended(const Id &id, bool suspended, const Actor &actor) {
         Account acc = found.account;
         const uint8_t status = suspended ? KA_ACCOUNT_SUSPENDED : KA_ACCOUNT_ACTIVE;
         if (acc.record.status == status) return acc;  // nothing to write
+        if (!suspended) admit_resume(r, id, acc.record, clock_());
         acc.record.status = status;
         std::vector<AuditEvent> events;
         AuditEvent &e = audit(events, actor, clock_(), id, suspended ? "account.suspend" : "account.resume",
@@ -522,13 +451,13 @@ CreatedKey Store::create_key(const Id &account, const KeySpec &spec, const Actor
 
 CreatedKey Store::create_key(const Id &account, std::string_view name,
                              const std::vector<std::string> &scopes, uint32_t requested_rpm) {
-    return create_key(account, KeySpec{std::string(name), scopes, requested_rpm, 0});
+    return create_key(account, KeySpec{std::string(name), scopes, requested_rpm, std::nullopt});
 }
 
 std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view name,
                                            const std::vector<std::string> &scopes,
                                            uint32_t requested_rpm, size_t count) {
-    return create_keys(account, KeySpec{std::string(name), scopes, requested_rpm, 0}, count);
+    return create_keys(account, KeySpec{std::string(name), scopes, requested_rpm, std::nullopt}, count);
 }
 
 std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spec, size_t count,
@@ -537,7 +466,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
     validate_name(spec.name);
     validate_scopes(spec.scopes);
     validate_rate(spec.requested_rpm, "rateLimitPerMinute");
-    validate_expiry(spec.expires_ms, clock_());
+    validate_expiry(spec.expires_at, clock_());
     if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
     if (count > backend_->max_keys_per_write())
         invalid("count", "this store takes at most " + std::to_string(backend_->max_keys_per_write()) +
@@ -546,9 +475,8 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         int64_t now = clock_();
         FoundAccount found = account_for_write(r, account);
         Account acc = found.account;
-        require_active(acc);
-        require_allowed(acc.record, spec.scopes);
-        admit_keys(r, acc, static_cast<uint32_t>(count), now);
+        const auto n = static_cast<uint32_t>(count);
+        admit_activation(r, account, acc.record, spec.scopes, Activation{n, 0, int32_t(n)}, now);
         m.expect(Table::kAccounts, bytes(account), found.stored);
         m.put(Table::kAccounts, bytes(account), encode_account_record(acc.record));
         KeyIds ids(r, m);
@@ -568,7 +496,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         e.change("name", nullptr, spec.name);
         e.change("scopes", nullptr, spec.scopes);
         e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
-        if (spec.expires_ms) e.change("expiresAt", nullptr, format_time(spec.expires_ms));
+        if (spec.expires_at) e.change("expiresAt", nullptr, format_time(*spec.expires_at));
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
@@ -735,17 +663,23 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
         int64_t now = clock_();
         FoundKey found = owned_key(r, owner, key_id);
         KeyRecord rec = std::move(found.record);
-        if (rec.status == KA_KEY_REVOKED)
-            conflict("KEY_REVOKED", "key " + id_to_string(kKeyIdPrefix, key_id) + " is revoked");
+        require_not_revoked(rec);
         FoundAccount acc = account_for_write(r, rec.account_id);
-        require_active(acc.account);
+        require_account_active(rec.account_id, acc.account.record);
+        const bool was_active = key_active(rec, now);
         AuditEvent e;
+        if (changes.expires_at && *changes.expires_at != expiry_of(rec)) {
+            validate_expiry(*changes.expires_at, now);
+            require_expiry_changeable(rec);
+            e.change("expiresAt", time_or_null(rec.expires_ms), time_or_null(stored_expiry(*changes.expires_at)));
+            rec.expires_ms = stored_expiry(*changes.expires_at);
+        }
         if (changes.name && *changes.name != rec.name) {
             e.change("name", rec.name, *changes.name);
             rec.name = *changes.name;
         }
         if (changes.scopes && *changes.scopes != rec.scopes) {
-            require_allowed(acc.account.record, *changes.scopes);
+            require_scopes_allowed(acc.account.record, *changes.scopes);
             e.change("scopes", rec.scopes, *changes.scopes);
             rec.scopes = *changes.scopes;
         }
@@ -753,16 +687,19 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
             e.change("rateLimitPerMinute", rec.requested_rpm, *changes.requested_rpm);
             rec.requested_rpm = *changes.requested_rpm;
         }
-        if (changes.expires_ms && *changes.expires_ms != rec.expires_ms) {
-            validate_expiry(*changes.expires_ms, now);
-            e.change("expiresAt", time_or_null(rec.expires_ms), time_or_null(*changes.expires_ms));
-            rec.expires_ms = *changes.expires_ms;
-        }
         if (e.changes.empty()) return rec;  // nothing to write
+        AccountRecord account = acc.account.record;
+        if (!was_active && key_active(rec, now)) {
+            // an expired key made active again counts like a new one
+            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, 0, 0}, now);
+        }
         std::vector<AuditEvent> events;
         audit(events, actor, now, rec.account_id, "key.update", "key", id_to_string(kKeyIdPrefix, key_id))
             .changes = e.changes;
-        m.expect(Table::kAccounts, bytes(rec.account_id), acc.stored);  // not suspended meanwhile
+        // the account's guard: not suspended, nor its cap or keys changed meanwhile
+        m.expect(Table::kAccounts, bytes(rec.account_id), acc.stored);
+        if (account.live_keys != acc.account.record.live_keys)
+            m.put(Table::kAccounts, bytes(rec.account_id), encode_account_record(account));
         m.expect(Table::kKeysByHash, found.hash, found.stored);
         m.put(Table::kKeysByHash, found.hash, encode_key_record(rec));
         put_audit(r, m, events);
@@ -782,17 +719,19 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         if (!is_none(old.rolled_to))
             conflict("KEY_ALREADY_ROLLED", "key " + old_text + " was rolled to " +
                                                id_to_string(kKeyIdPrefix, old.rolled_to));
-        if (is_expired(old, now)) conflict("KEY_EXPIRED", "key " + old_text + " has expired");
+        if (!key_active(old, now)) conflict("KEY_EXPIRED", "key " + old_text + " has expired");
         FoundAccount found_acc = account_for_write(r, old.account_id);
         Account acc = found_acc.account;
-        require_active(acc);
-        // The successor counts against the cap only while both live.
-        if (grace_seconds > 0 && acc.record.live_keys != KA_LIVE_KEYS_UNKNOWN) acc.record.live_keys++;
+        // The successor is a new active key; without grace the predecessor
+        // stops in the same write, with grace both count while both live.
+        const uint32_t stopping = grace_seconds == 0 ? 1 : 0;
+        admit_activation(r, old.account_id, acc.record, old.scopes,
+                         Activation{1, stopping, grace_seconds == 0 ? 0 : 1}, now);
         m.expect(Table::kAccounts, bytes(old.account_id), found_acc.stored);
         m.put(Table::kAccounts, bytes(old.account_id), encode_account_record(acc.record));
 
         KeyIds ids(r, m);
-        KeySpec spec{old.name, old.scopes, old.requested_rpm, old.expires_ms};
+        KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old)};
         RolledKey out;
         out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now);
         KeyRecord &next = out.successor.key;

@@ -23,6 +23,7 @@
 
 #include "audit.h"
 #include "ids.h"
+#include "key_rules.h"
 #include "lmdb_backend.h"
 #include "records.h"
 #include "store_backend.h"
@@ -56,7 +57,7 @@ struct KeySpec {
     std::string name;
     std::vector<std::string> scopes;
     uint32_t requested_rpm = 0;
-    int64_t expires_ms = 0;  // 0: never
+    Expiry expires_at;  // nullopt: never; the epoch is an instant like any other
 };
 
 // The fields an update changes; the others stay.
@@ -64,8 +65,8 @@ struct KeyChanges {
     std::optional<std::string> name;
     std::optional<std::vector<std::string>> scopes;
     std::optional<uint32_t> requested_rpm;
-    std::optional<int64_t> expires_ms;  // 0: never expires
-    bool empty() const { return !name && !scopes && !requested_rpm && !expires_ms; }
+    std::optional<Expiry> expires_at;  // given: a new expiry (nullopt inside: never)
+    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at; }
 };
 
 // Account fields an operator sets; at creation, the unset ones take their
@@ -97,7 +98,7 @@ public:
     // many times in all, then given up with StoreError kBusy.
     static constexpr int kWriteAttempts = 8;
     // Expiry is at most ten years ahead; a roll's grace at most a week.
-    static constexpr int64_t kMaxExpiryAheadMs = 3652LL * 86400 * 1000;
+    static constexpr int64_t kMaxExpiryAheadMs = keyauth::kMaxExpiryAheadMs;
     static constexpr int64_t kMaxGraceSeconds = 604800;
 
     // The single-host store: an LMDB environment at path (LmdbBackend says
@@ -135,7 +136,8 @@ public:
     Account update_account(const Id &id, const AccountChanges &changes, const Actor &actor = {});
     Account set_entitlement(const Id &id, uint32_t entitlement_rpm, const Actor &actor = {});
     // A suspended account's console calls and keys are refused (403
-    // ACCOUNT_SUSPENDED) until it is resumed; idempotent.
+    // ACCOUNT_SUSPENDED) until it is resumed; idempotent. A resume admits
+    // the account's active keys as if new (key_rules.h: admit_resume).
     Account set_suspended(const Id &id, bool suspended, const Actor &actor = {});
     // A new console token (returned once); the old one stops now, or after
     // grace_seconds (0..kMaxGraceSeconds). With no grace every older token
@@ -168,13 +170,16 @@ public:
     // With `owner`, a key of another account is kNotFound, here and below.
     // Revoking a revoked key returns it unchanged.
     KeyRecord revoke_key(const std::optional<Id> &owner, const Id &key_id, const Actor &actor = {});
-    // Same id and secret; kConflict KEY_REVOKED for a revoked key.
+    // Same id and secret; kConflict KEY_REVOKED for a revoked key,
+    // KEY_ALREADY_ROLLED for a change of a rolled predecessor's expiry; a key
+    // the change makes active again is admitted as a new one (key_rules.h).
     KeyRecord update_key(const std::optional<Id> &owner, const Id &key_id, const KeyChanges &changes,
                          const Actor &actor = {});
     // A successor with a new secret, the same name, scopes, rate and expiry,
     // and the predecessor's rate-limit state; the predecessor stops now
     // (grace 0: revoked) or at now + grace. kConflict KEY_REVOKED,
-    // KEY_ALREADY_ROLLED or KEY_EXPIRED (in that order).
+    // KEY_ALREADY_ROLLED or KEY_EXPIRED (in that order); the successor is
+    // admitted as a new key (suspension, allowed scopes, the cap).
     RolledKey roll_key(const std::optional<Id> &owner, const Id &key_id, int64_t grace_seconds,
                        const Actor &actor = {});
     std::optional<KeyRecord> find_key(const Id &key_id);

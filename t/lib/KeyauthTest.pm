@@ -17,7 +17,7 @@ use Time::HiRes qw(sleep time);
 use Exporter 'import';
 use Scalar::Util qw(weaken);
 
-our @EXPORT_OK = qw(http_request raw_request wait_until);
+our @EXPORT_OK = qw(http_request raw_request wait_until rfc3339);
 
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 
@@ -376,6 +376,45 @@ sub console_http {
 }
 
 sub console_locations { "include $ROOT/nginx_conf/console_api.conf;" }
+
+# The console stack of one mode: keyauthd, on etcd also keyauth-syncd (synced
+# before nginx starts), and nginx with the console API and `locations`.
+sub start_console_stack {
+    my ($self, %o) = @_;
+    $self->start_keyauthd;
+    if ($self->{etcd}) {
+        $self->start_syncd;
+        $self->wait_synced or die "syncd did not sync:\n" . $self->syncd_log;
+    }
+    $self->start_nginx(http => $self->console_http . "\nkeyauth_zone keys:1m;",
+                       locations => $self->console_locations . ($o{locations} // ''), no_init => !!$self->{etcd});
+}
+
+# A console API caller with `token`: ($method, $path, $body) -> the answer,
+# its JSON in {json}; a body that is a reference is sent as JSON.
+sub console_client {
+    my ($self, $token) = @_;
+    my $codec = JSON::PP->new->utf8->canonical;
+    return sub {
+        my ($method, $path, $body) = @_;
+        my @h = ("Authorization: Bearer $token");
+        if (defined $body) {
+            my $text = ref $body ? $codec->encode($body) : $body;
+            push @h, 'Content-Type: application/json', \$text;
+        }
+        my $res = $self->request($method, $path, @h);
+        $res->{json} = json_body($res);
+        $res->{code} = ref $res->{json} eq 'HASH' && $res->{json}{error} ? $res->{json}{error}{code} : '';
+        return $res;
+    };
+}
+
+# RFC 3339 UTC with milliseconds, as the console API answers, of epoch seconds.
+sub rfc3339 {
+    my $t = shift;
+    my $ms = int($t * 1000 + 0.5);
+    return POSIX::strftime('%Y-%m-%dT%H:%M:%S', gmtime(int($ms / 1000))) . sprintf('.%03dZ', $ms % 1000);
+}
 
 # keyauth-syncd mirroring $self->{etcd} into this edge's store (db), with
 # its metrics on a free loopback port; stop_syncd(SIGNAL) stops it (TERM by

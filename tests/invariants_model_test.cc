@@ -1,0 +1,645 @@
+// A model-based test of the key and account invariants (admin/lib/key_rules.h):
+// random sequences of console calls (create, PATCH of every field, roll with
+// and without grace, revoke), operator changes (the cap, allowed scopes,
+// suspend, resume, token rotation) and time passing, run against the real
+// Store, the real console API and the edge's own verdict, and checked after
+// every step against a small reference model written here, apart from the
+// code it checks. Both backends: LMDB (the edge reads the store itself) and
+// etcd (the edge reads a mirror rebuilt from etcd the way keyauth-syncd does).
+//
+// Seeded: KEYAUTH_MODEL_SEED=N replays one sequence (its steps printed with
+// KEYAUTH_MODEL_VERBOSE=1); KEYAUTH_MODEL_SEQUENCES sets how many run.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "console_fixture.h"
+#include "edge_store.h"
+#include "etcd_client.h"
+#include "keyauth_core.h"
+#include "mirror.h"
+#include "record_changes.h"
+#include "rfc3339.h"
+
+using namespace keyauth;
+using keyauth::testing::Backend;
+using keyauth::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kStart = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
+constexpr int64_t kMaxAhead = 3652LL * 86400 * 1000;
+const std::vector<std::string> kScopes = {"ip:read", "geo:read", "ip:*", "geo:write"};
+
+// ---- the reference model ---------------------------------------------------
+
+struct MKey {
+    std::string id;
+    std::string secret;
+    int account = 0;
+    bool revoked = false;
+    int64_t expires = 0;  // 0: never
+    bool rolled = false;  // a predecessor: nothing makes it active again
+    std::vector<std::string> scopes;
+    std::string name = "k";
+    int rate = 0;
+    bool active(int64_t now) const { return !revoked && (expires == 0 || now < expires); }
+};
+
+struct MToken {
+    std::string token;
+    int64_t expires = 0;  // 0: current
+};
+
+struct MAccount {
+    Id id{};
+    bool suspended = false;
+    uint32_t max_keys = 100;
+    std::vector<std::string> allowed;  // empty: any
+    std::vector<MToken> tokens;
+    size_t audit_events = 0;
+    // maxKeys was lowered below the active keys: they stay (grandfathered)
+    // until they drop under it; no write may add to them meanwhile.
+    bool over_cap_allowed = false;
+};
+
+bool grants(const std::string &have, const std::string &want) {
+    if (have == want) return true;
+    return have.size() > 2 && have.compare(have.size() - 2, 2, ":*") == 0 &&
+           want.compare(0, have.size() - 1, have, 0, have.size() - 1) == 0;
+}
+
+bool allowed(const MAccount &a, const std::vector<std::string> &scopes) {
+    if (a.allowed.empty()) return true;
+    for (const auto &s : scopes) {
+        bool ok = false;
+        for (const auto &g : a.allowed) ok = ok || grants(g, s);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// What a call is expected to answer: a status and, for errors, the code.
+struct Expect {
+    int status = 200;
+    std::string code;
+};
+
+Expect ok(int status = 200) { return {status, ""}; }
+Expect err(int status, const char *code) { return {status, code}; }
+
+// ---- the harness -----------------------------------------------------------
+
+class Harness {
+public:
+    Harness(Backend kind, uint64_t seed) : kind_(kind), rng_(seed) {
+        backend_prefix_ = "/model/" + std::to_string(seed) + "-" + std::to_string(++instances_);
+        store_ = std::make_unique<Store>(make_backend());
+        store_->set_clock([this] { return now_; });
+        api_ = std::make_unique<ConsoleApi>(*store_);
+        for (int i = 0; i < 2; i++) {
+            MAccount a;
+            a.max_keys = 1 + rng_() % 3;
+            AccountChanges c;
+            c.max_keys = a.max_keys;
+            CreatedAccount made = store_->create_account("acct" + std::to_string(i), 600, c);
+            a.id = made.account.id;
+            a.tokens.push_back({made.console_token, 0});
+            a.audit_events = 1;
+            accounts_.push_back(a);
+        }
+        open_edge();
+    }
+    ~Harness() {
+        if (edge_) ka_edge_close(edge_);
+    }
+
+    // Runs `steps` random steps, checking after each; false at the first
+    // disagreement, described in failure().
+    bool run(int steps) {
+        for (int i = 0; i < steps && failure_.empty(); i++) {
+            step_ = i;
+            random_step();
+            if (failure_.empty()) check_all();
+        }
+        return failure_.empty();
+    }
+    const std::string &failure() const { return failure_; }
+    const std::string &log() const { return log_; }
+
+private:
+    std::unique_ptr<StoreBackend> make_backend() {
+        if (kind_ == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir_.sub("db"));
+        auto &cluster = keyauth::testing::shared_etcd();
+        if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
+        EtcdBackendOptions o;
+        o.endpoints = cluster.endpoints();
+        o.prefix = backend_prefix_;
+        std::string error;
+        auto b = EtcdBackend::make(o, error);
+        if (!b) throw std::runtime_error(error);
+        etcd::ClientOptions co;
+        co.endpoints = cluster.endpoint_list();
+        client_ = etcd::Client::make(co, error);
+        if (!client_) throw std::runtime_error(error);
+        mirror_ = std::make_unique<syncd::Mirror>(dir_.sub("edge"), 0);
+        return b;
+    }
+
+    // The edge's store: on one host the store itself; on etcd a mirror of
+    // the prefix read at one revision, rebuilt and swapped in as syncd does.
+    std::string edge_path() const { return kind_ == Backend::kLmdb ? dir_.path() + "/db" : dir_.path() + "/edge"; }
+    void open_edge() {
+        if (kind_ == Backend::kEtcd) refresh_mirror();
+        if (edge_) ka_edge_close(edge_);
+        char error[256] = "";
+        edge_ = ka_edge_open(edge_path().c_str(), error, sizeof error);
+        if (!edge_) throw std::runtime_error(std::string("ka_edge_open: ") + error);
+    }
+    void refresh_mirror() {
+        auto rebuild = mirror_->begin_rebuild();
+        int64_t revision = 0;
+        etcd::RangeRequest req;
+        req.key = syncd::watched_prefix(backend_prefix_);
+        req.range_end = syncd::watched_end(backend_prefix_);
+        etcd::Status st = client_->range_all(
+            req, 1000,
+            [&](const etcd::RangeResponse &page) {
+                rebuild->add(syncd::batch_of_kvs(backend_prefix_, page.kvs).changes);
+                return true;
+            },
+            &revision);
+        if (!st.ok()) throw std::runtime_error("etcd range: " + st.message);
+        mirror_->finish_rebuild(std::move(rebuild), syncd::MirrorMark{revision, 1});
+    }
+
+    void note(const std::string &s) {
+        log_ += "  step " + std::to_string(step_) + " @" + std::to_string(now_ - kStart) + "ms: " + s + "\n";
+    }
+    void fail(const std::string &s) {
+        if (failure_.empty()) failure_ = "step " + std::to_string(step_) + ": " + s;
+    }
+
+    size_t pick(size_t n) { return rng_() % n; }
+    bool chance(int percent) { return int(rng_() % 100) < percent; }
+
+    std::vector<std::string> random_scopes() {
+        std::vector<std::string> out;
+        std::set<std::string> seen;
+        size_t n = 1 + pick(2);
+        while (out.size() < n) {
+            const std::string &s = kScopes[pick(kScopes.size())];
+            if (seen.insert(s).second) out.push_back(s);
+        }
+        return out;
+    }
+
+    // An expiry to send, and what the model reads it as: never, a time, or
+    // one the API must refuse (the epoch, the past, too far ahead).
+    struct SentExpiry {
+        json value;
+        std::optional<int64_t> at;  // nullopt: null (never)
+    };
+    SentExpiry random_expiry() {
+        switch (pick(8)) {
+        case 0: return {nullptr, std::nullopt};
+        case 1: return {"1970-01-01T00:00:00Z", 0};
+        case 2: return {format_time(now_ - 1 - int64_t(pick(5000))), now_ - 1};
+        case 3: return {format_time(now_), now_};
+        case 4: return {format_time(now_ + kMaxAhead + 1000), now_ + kMaxAhead + 1000};
+        default: {
+            int64_t at = now_ + 1 + int64_t(pick(8000));
+            return {format_time(at), at};
+        }
+        }
+    }
+    // The model's reading of a time that went through format_time (ms).
+    static int64_t parsed_ms(const json &v) { return *parse_time(v.get<std::string>()); }
+
+    // ---- calls ----
+    HttpResponse console(int acc, const std::string &method, const std::string &path, const json &body,
+                         const MToken **used) {
+        auto &tokens = accounts_[acc].tokens;
+        // mostly the newest token; now and then an older one, maybe stopped
+        const MToken &t = chance(85) ? tokens.back() : tokens[pick(tokens.size())];
+        *used = &t;
+        HttpRequest r;
+        r.method = method;
+        r.path = path;
+        r.has_authorization = true;
+        r.authorization = "Bearer " + t.token;
+        r.content_type = "application/json";
+        r.client_address = "203.0.113.7";
+        r.body = body.is_null() ? "" : body.dump();
+        return api_->handle(r);
+    }
+    // Whether the console lets the caller in at all.
+    std::optional<Expect> login(int acc, const MToken &t) {
+        if (t.expires != 0 && now_ >= t.expires) return err(401, "INVALID_CONSOLE_TOKEN");
+        if (accounts_[acc].suspended) return err(403, "ACCOUNT_SUSPENDED");
+        return std::nullopt;
+    }
+    bool compare(const std::string &what, const HttpResponse &r, const Expect &e) {
+        std::string code;
+        if (r.status >= 400) {
+            try {
+                code = json::parse(r.body)["error"]["code"].get<std::string>();
+            } catch (...) {
+                code = "?";
+            }
+        }
+        note(what + " -> " + std::to_string(r.status) + " " + code + " (model: " + std::to_string(e.status) +
+             " " + e.code + ")");
+        if (r.status != e.status || code != e.code) {
+            fail(what + ": got " + std::to_string(r.status) + " " + code + ", the model says " +
+                 std::to_string(e.status) + " " + e.code + "; body " + r.body);
+            return false;
+        }
+        return true;
+    }
+
+    int active_keys(int acc) const {
+        int n = 0;
+        for (const auto &k : keys_) n += k.account == acc && k.active(now_);
+        return n;
+    }
+    // After a write that can only lower the active count, or lowers the cap.
+    void settle_cap(int acc) {
+        MAccount &a = accounts_[acc];
+        if (active_keys(acc) <= int(a.max_keys)) a.over_cap_allowed = false;
+    }
+    bool owned(const MKey &k, int acc) const { return k.account == acc; }
+
+    void random_step() {
+        const size_t what = pick(100);
+        if (what < 22) return create_key();
+        if (what < 46) return patch_key();
+        if (what < 60) return roll_key();
+        if (what < 66) return revoke_key();
+        if (what < 82) return pass_time();
+        if (what < 90) return change_account();
+        if (what < 96) return suspend_or_resume();
+        return rotate_token();
+    }
+
+    void create_key() {
+        const int acc = int(pick(accounts_.size()));
+        MAccount &a = accounts_[acc];
+        json body = {{"name", "k"}, {"scopes", random_scopes()}, {"rateLimitPerMinute", 1 + int(pick(100))}};
+        std::optional<SentExpiry> exp;
+        if (chance(50)) {
+            exp = random_expiry();
+            body["expiresAt"] = exp->value;
+        }
+        const MToken *t = nullptr;
+        HttpResponse r = console(acc, "POST", "/v1/keys", body, &t);
+        Expect e = ok(201);
+        const auto scopes = body["scopes"].get<std::vector<std::string>>();
+        if (auto denied = login(acc, *t)) e = *denied;
+        else if (exp && (!exp->at || *exp->at <= now_ || *exp->at - now_ > kMaxAhead)) e = err(400, "VALIDATION_ERROR");
+        else if (!allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
+        else if (active_keys(acc) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+        if (!compare("create " + body.dump(), r, e) || r.status != 201) return;
+        json k = json::parse(r.body);
+        MKey m;
+        m.id = k["id"];
+        m.secret = k["secret"];
+        m.account = acc;
+        m.scopes = scopes;
+        m.expires = exp ? *exp->at : 0;
+        m.rate = body["rateLimitPerMinute"];
+        keys_.push_back(m);
+        a.audit_events++;
+    }
+
+    // A key to act on: mostly one of the caller's, sometimes another's.
+    MKey *random_key() {
+        if (keys_.empty()) return nullptr;
+        return &keys_[pick(keys_.size())];
+    }
+
+    void patch_key() {
+        MKey *k = random_key();
+        if (!k) return create_key();
+        const int acc = chance(85) ? k->account : 1 - k->account;
+        MAccount &a = accounts_[acc];
+        json body = json::object();
+        std::optional<SentExpiry> exp;
+        while (body.empty()) {
+            if (chance(30)) body["name"] = chance(50) ? "renamed" : "k";
+            if (chance(35)) body["scopes"] = chance(30) ? k->scopes : random_scopes();
+            if (chance(25)) body["rateLimitPerMinute"] = 1 + int(pick(100));
+            if (chance(55)) {
+                exp = random_expiry();
+                if (chance(15)) exp = SentExpiry{k->expires ? json(format_time(k->expires)) : json(nullptr),
+                                                 k->expires ? std::optional<int64_t>(k->expires) : std::nullopt};
+                body["expiresAt"] = exp->value;
+            }
+        }
+        const MToken *t = nullptr;
+        HttpResponse r = console(acc, "PATCH", "/v1/keys/" + k->id, body, &t);
+
+        // the model: the same order of checks as documented in store.h
+        MKey after = *k;
+        bool changed = false;
+        Expect e = ok();
+        const auto scopes = body.contains("scopes") ? body["scopes"].get<std::vector<std::string>>() : k->scopes;
+        // the epoch is an instant (in the past), never "never": compared as optionals
+        const bool exp_changes = exp && (exp->at ? k->expires == 0 || *exp->at != k->expires : k->expires != 0);
+        const int64_t new_exp = exp_changes ? exp->at.value_or(0) : k->expires;
+        if (auto denied = login(acc, *t)) e = *denied;
+        else if (!owned(*k, acc)) e = err(404, "KEY_NOT_FOUND");
+        else if (k->revoked) e = err(409, "KEY_REVOKED");
+        else if (exp_changes && exp->at && (*exp->at <= now_ || *exp->at - now_ > kMaxAhead)) e = err(400, "VALIDATION_ERROR");
+        else if (exp_changes && k->rolled) e = err(409, "KEY_ALREADY_ROLLED");
+        else if (body.contains("scopes") && scopes != k->scopes && !allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
+        else {
+            after.expires = new_exp;
+            after.scopes = scopes;
+            if (body.contains("name")) after.name = body["name"];
+            if (body.contains("rateLimitPerMinute")) after.rate = body["rateLimitPerMinute"];
+            changed = exp_changes || scopes != k->scopes || after.name != k->name || after.rate != k->rate;
+            if (changed && !k->active(now_) && after.active(now_)) {
+                if (!allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
+                else if (active_keys(acc) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+            }
+        }
+        if (!compare("patch " + short_id(*k) + " " + body.dump(), r, e) || r.status != 200) return;
+        if (changed) {
+            *k = after;
+            a.audit_events++;
+        }
+    }
+    static Id parse_key_id(const std::string &text) {
+        Id id{};
+        parse_id(kKeyIdPrefix, text, id);
+        return id;
+    }
+    static std::string short_id(const MKey &k) { return k.id.substr(k.id.size() - 6); }
+
+    void roll_key() {
+        MKey *k = random_key();
+        if (!k) return create_key();
+        const int acc = chance(90) ? k->account : 1 - k->account;
+        MAccount &a = accounts_[acc];
+        int64_t grace = chance(40) ? 0 : 1 + int64_t(pick(10));
+        if (chance(5)) grace = chance(50) ? -1 : 604801;
+        json body = {{"gracePeriodSeconds", grace}};
+        const MToken *t = nullptr;
+        const size_t index = size_t(k - keys_.data());
+        HttpResponse r = console(acc, "POST", "/v1/keys/" + k->id + "/roll", body, &t);
+        Expect e = ok(201);
+        if (auto denied = login(acc, *t)) e = *denied;
+        else if (grace < 0 || grace > 604800) e = err(400, "VALIDATION_ERROR");
+        else if (!owned(*k, acc)) e = err(404, "KEY_NOT_FOUND");
+        else if (k->revoked) e = err(409, "KEY_REVOKED");
+        else if (k->rolled) e = err(409, "KEY_ALREADY_ROLLED");
+        else if (!k->active(now_)) e = err(409, "KEY_EXPIRED");
+        else if (!allowed(a, k->scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
+        else if (active_keys(acc) - (grace == 0 ? 1 : 0) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+        if (!compare("roll " + short_id(*k) + " grace " + std::to_string(grace), r, e) || r.status != 201) return;
+        json made = json::parse(r.body);
+        MKey next;
+        next.id = made["id"];
+        next.secret = made["secret"];
+        next.account = k->account;
+        next.scopes = k->scopes;
+        next.expires = k->expires;
+        next.name = k->name;
+        next.rate = k->rate;
+        MKey &old = keys_[index];
+        old.rolled = true;
+        if (grace == 0) old.revoked = true;
+        else {
+            const int64_t end = now_ + grace * 1000;
+            old.expires = old.expires ? std::min(old.expires, end) : end;
+        }
+        grace_end_[old.id] = old.revoked ? now_ : old.expires;
+        keys_.push_back(next);
+        a.audit_events++;
+    }
+    std::map<std::string, int64_t> grace_end_;
+
+    void revoke_key() {
+        MKey *k = random_key();
+        if (!k) return create_key();
+        const int acc = chance(90) ? k->account : 1 - k->account;
+        const MToken *t = nullptr;
+        HttpResponse r = console(acc, "POST", "/v1/keys/" + k->id + "/revoke", nullptr, &t);
+        Expect e = ok();
+        if (auto denied = login(acc, *t)) e = *denied;
+        else if (!owned(*k, acc)) e = err(404, "KEY_NOT_FOUND");
+        if (!compare("revoke " + short_id(*k), r, e) || r.status != 200) return;
+        if (!k->revoked) {
+            k->revoked = true;
+            accounts_[acc].audit_events++;
+            settle_cap(acc);
+        }
+    }
+
+    void pass_time() {
+        int64_t step;
+        // now and then land exactly on a key's expiry, or just before it
+        if (chance(40) && !keys_.empty()) {
+            const MKey &k = keys_[pick(keys_.size())];
+            if (k.expires > now_) {
+                step = k.expires - now_ - (chance(50) ? 1 : 0);
+                if (step <= 0) step = 1;
+            } else {
+                step = 1 + int64_t(pick(3000));
+            }
+        } else {
+            step = chance(90) ? 1 + int64_t(pick(4000)) : int64_t(3600) * 1000;
+        }
+        now_ += step;
+        note("time +" + std::to_string(step) + "ms");
+        for (size_t i = 0; i < accounts_.size(); i++) settle_cap(int(i));
+    }
+
+    void change_account() {
+        const int acc = int(pick(accounts_.size()));
+        MAccount &a = accounts_[acc];
+        AccountChanges c;
+        if (chance(50)) c.max_keys = 1 + uint32_t(pick(4));
+        else {
+            c.allowed_scopes = chance(30) ? std::vector<std::string>{} : random_scopes();
+        }
+        store_->update_account(a.id, c);
+        note("account " + std::to_string(acc) + (c.max_keys ? " maxKeys " + std::to_string(*c.max_keys)
+                                                              : " allowedScopes " + json(*c.allowed_scopes).dump()));
+        bool changed = false;
+        if (c.max_keys && *c.max_keys != a.max_keys) {
+            a.max_keys = *c.max_keys;
+            changed = true;
+            if (active_keys(acc) > int(a.max_keys)) a.over_cap_allowed = true;
+            settle_cap(acc);
+        }
+        if (c.allowed_scopes && *c.allowed_scopes != a.allowed) {
+            a.allowed = *c.allowed_scopes;
+            changed = true;
+        }
+        if (changed) a.audit_events++;
+    }
+
+    void suspend_or_resume() {
+        // a suspended account is resumed first: suspensions stay short
+        int acc = int(pick(accounts_.size()));
+        for (size_t i = 0; i < accounts_.size(); i++)
+            if (accounts_[i].suspended && chance(80)) acc = int(i);
+        MAccount &a = accounts_[acc];
+        const bool suspend = !a.suspended;
+        Expect e = ok();
+        if (!suspend) {
+            bool scopes_ok = true;
+            for (const auto &k : keys_)
+                if (k.account == acc && k.active(now_)) scopes_ok = scopes_ok && allowed(a, k.scopes);
+            if (!scopes_ok) e = err(403, "SCOPE_NOT_ALLOWED");
+            else if (active_keys(acc) > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+        }
+        HttpResponse r;
+        try {
+            store_->set_suspended(a.id, suspend);
+            r.status = 200;
+        } catch (const StoreError &x) {
+            r.status = x.kind() == StoreError::Kind::kConflict ? 409 : x.kind() == StoreError::Kind::kForbidden ? 403 : 500;
+            r.body = json{{"error", {{"code", x.code()}, {"message", x.what()}}}}.dump();
+        }
+        if (!compare(std::string(suspend ? "suspend " : "resume ") + std::to_string(acc), r, e) || r.status != 200)
+            return;
+        a.suspended = suspend;
+        a.audit_events++;
+        if (!suspend) a.over_cap_allowed = false;
+    }
+
+    void rotate_token() {
+        const int acc = int(pick(accounts_.size()));
+        MAccount &a = accounts_[acc];
+        const int64_t grace = chance(50) ? 0 : 1 + int64_t(pick(5));
+        CreatedAccount made = store_->rotate_console_token(a.id, grace);
+        note("rotate token " + std::to_string(acc) + " grace " + std::to_string(grace));
+        // every token stays in the model (callers may still try an old one)
+        std::vector<MToken> kept;
+        for (MToken t : a.tokens) {
+            if (grace == 0) {
+                if (t.expires == 0 || t.expires > now_) t.expires = now_;  // stopped now
+            } else if (t.expires == 0) {
+                t.expires = now_ + grace * 1000;
+            }
+            kept.push_back(t);
+        }
+        kept.push_back({made.console_token, 0});
+        a.tokens = kept;
+        a.audit_events++;
+    }
+
+    // ---- the checks after every step ----
+    void check_all() {
+        if (kind_ == Backend::kEtcd) open_edge();
+        std::vector<int> active(accounts_.size(), 0);
+        for (const MKey &k : keys_) {
+            auto rec = store_->find_key(parse_key_id(k.id));
+            if (!rec) return fail("key " + k.id + " is missing from the store");
+            const bool revoked = rec->status == KA_KEY_REVOKED;
+            if (revoked != k.revoked) return fail("key " + short_id(k) + " revoked " + std::to_string(revoked) +
+                                                  ", the model says " + std::to_string(k.revoked));
+            if (!k.revoked && rec->expires_ms != k.expires)
+                return fail("key " + short_id(k) + " expires at " + std::to_string(rec->expires_ms - kStart) +
+                            ", the model says " + std::to_string(k.expires - kStart));
+            if (is_none(rec->rolled_to) == k.rolled) return fail("key " + short_id(k) + " rolled flag differs");
+            if (rec->scopes != k.scopes) return fail("key " + short_id(k) + " scopes differ");
+            // a rolled predecessor is never active after its grace
+            if (k.rolled && !revoked && (rec->expires_ms == 0 || rec->expires_ms > grace_end_[k.id]))
+                return fail("rolled key " + short_id(k) + " lives past its grace");
+            const bool live = !revoked && (rec->expires_ms == 0 || now_ < rec->expires_ms);
+            if (live) active[size_t(k.account)]++;
+
+            const MAccount &a = accounts_[size_t(k.account)];
+            int want = k.active(now_) ? (a.suspended ? KA_AUTH_ACCOUNT_SUSPENDED : KA_AUTH_OK) : KA_AUTH_KEY_INVALID;
+            const std::string header = "Bearer " + k.secret;
+            ka_auth_result_t res;
+            ka_edge_authenticate(edge_, header.data(), header.size(), nullptr, 0, now_, &res);
+            if (res.verdict != want)
+                return fail("the edge says " + std::to_string(res.verdict) + " for key " + short_id(k) +
+                            ", the model " + std::to_string(want));
+        }
+        for (size_t i = 0; i < accounts_.size(); i++) {
+            const MAccount &a = accounts_[i];
+            if (active[i] > int(a.max_keys) && !a.over_cap_allowed)
+                return fail("account " + std::to_string(i) + " has " + std::to_string(active[i]) +
+                            " active keys over its maxKeys " + std::to_string(a.max_keys));
+            const size_t events = store_->list_audit(a.id, Store::kMaxPageSize, std::nullopt).events.size();
+            if (events != a.audit_events)
+                return fail("account " + std::to_string(i) + " has " + std::to_string(events) +
+                            " audit events, the model " + std::to_string(a.audit_events));
+        }
+        // the console's reading of one key agrees (status active/expired/revoked)
+        if (!keys_.empty()) {
+            const MKey &k = keys_[pick(keys_.size())];
+            const MAccount &a = accounts_[size_t(k.account)];
+            const MToken *t = nullptr;
+            HttpResponse r = console(k.account, "GET", "/v1/keys/" + k.id, nullptr, &t);
+            if (login(k.account, *t)) return;
+            (void)a;
+            const char *want = k.revoked ? "revoked" : k.active(now_) ? "active" : "expired";
+            if (r.status != 200 || json::parse(r.body)["status"] != want)
+                return fail("GET " + short_id(k) + ": " + std::to_string(r.status) + " " + r.body + ", the model says " + want);
+        }
+    }
+
+    Backend kind_;
+    std::mt19937_64 rng_;
+    // memory-backed where there is one: the model checks rules, not fsync
+    TempDir dir_{std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string()};
+    std::string backend_prefix_;
+    static inline int instances_ = 0;
+    std::unique_ptr<etcd::Client> client_;
+    std::unique_ptr<syncd::Mirror> mirror_;
+    std::unique_ptr<Store> store_;
+    std::unique_ptr<ConsoleApi> api_;
+    ka_edge_t *edge_ = nullptr;
+    int64_t now_ = kStart;
+    std::vector<MAccount> accounts_;
+    std::vector<MKey> keys_;
+    int step_ = 0;
+    std::string failure_;
+    std::string log_;
+};
+
+uint64_t env_or(const char *name, uint64_t fallback) {
+    const char *v = std::getenv(name);
+    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+class InvariantsModelTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(InvariantsModelTest, RandomSequencesKeepEveryInvariant) {
+    const bool lmdb = GetParam() == Backend::kLmdb;
+    const uint64_t one = env_or("KEYAUTH_MODEL_SEED", 0);
+    const uint64_t sequences = one ? 1 : env_or("KEYAUTH_MODEL_SEQUENCES", lmdb ? 1000 : 16);
+    const int steps = lmdb ? 40 : 30;
+    const uint64_t base = env_or("KEYAUTH_MODEL_BASE", uint64_t(std::random_device{}()) << 16);
+    const bool verbose = env_or("KEYAUTH_MODEL_VERBOSE", 0) != 0;
+    for (uint64_t i = 0; i < sequences; i++) {
+        const uint64_t seed = one ? one : base + i;
+        Harness h(GetParam(), seed);
+        const bool passed = h.run(steps);
+        if (verbose || !passed) std::cout << "seed " << seed << ":\n" << h.log();
+        ASSERT_TRUE(passed) << h.failure() << "\nreplay: KEYAUTH_MODEL_SEED=" << seed
+                            << " build/unit_tests --gtest_filter='*InvariantsModel*" << (lmdb ? "Lmdb" : "Etcd")
+                            << "*'";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, InvariantsModelTest, keyauth::testing::kBothBackends,
+                         keyauth::testing::backend_name);
+
+}  // namespace
