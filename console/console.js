@@ -194,6 +194,11 @@ function edit(k) {
   $('edit-rate').value = k.requestedRateLimitPerMinute;
   $('edit-expires').value = '';
   $('edit-never').checked = false;
+  // a rolled key's expiry is its grace's end: the API refuses to move it
+  const rolled = Boolean(k.rolledTo);
+  $('edit-expires').disabled = rolled;
+  $('edit-never').disabled = rolled;
+  $('edit-rolled').hidden = !rolled;
   $('edit-dialog').showModal();
 }
 
@@ -205,7 +210,9 @@ async function saveEdit() {
   if (scopes.join(' ') !== k.scopes.join(' ')) change.scopes = scopes;
   const rate = Number($('edit-rate').value);
   if (rate !== k.requestedRateLimitPerMinute) change.rateLimitPerMinute = rate;
-  if ($('edit-never').checked) change.expiresAt = null;
+  if ($('edit-never').disabled) {
+    // a rolled key: no expiry to send
+  } else if ($('edit-never').checked) change.expiresAt = null;
   else if ($('edit-expires').value) change.expiresAt = rfc3339($('edit-expires').value);
   if (Object.keys(change).length === 0) return;
   await act(() => api('PATCH', '/v1/keys/' + encodeURIComponent(k.id), change));

@@ -92,6 +92,10 @@ ok $seen->{grace0_declined_keys_unchanged}, 'declined: nothing rolled';
 is secret_of($seen->{grace0_declined_secret}), 'hidden:', '... and no secret shown';
 is_deeply $seen->{grace0_confirmed}, { old_status => 'revoked', new_keys => 1, secret_prefix => 'ka_' },
     'confirmed: rolled, the old key revoked at once, the new secret shown';
+my $rolled_edit = $seen->{rolled_edit} // {};
+ok !$rolled_edit->{expires_enabled} && !$rolled_edit->{never_enabled} && exists $rolled_edit->{expires_enabled},
+    'Edit on a rolled key in its grace offers no expiry (it would revive the key)';
+like $rolled_edit->{note} // '', qr/rolled: it stops when its grace ends/, '... and says why';
 
 is $seen->{token_after_sign_out}, undef, 'signing out forgets the token';
 is secret_of($seen->{secret_after_sign_out}), 'hidden:', '... and the secret on screen: hidden and emptied';

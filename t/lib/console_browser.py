@@ -166,6 +166,24 @@ try:
     seen["grace0_confirmed"] = {"old_status": after.get(roll_id), "new_keys": len(after) - len(before),
                                 "secret_prefix": rolled_secret[:3]}
 
+    # A rolled key in its grace: Edit offers no expiry (the API refuses to
+    # move a rolled key's expiry, which would make it live again).
+    graced_id, _ = create_key(driver, "graced")
+    driver.find_element(By.ID, "dismiss-secret").click()
+    roll_answer(driver, graced_id, "600")
+    wait.until(ec.visibility_of_element_located((By.ID, "secret-box")))
+    driver.find_element(By.ID, "dismiss-secret").click()
+    row = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '#key-rows tr[data-key-id="%s"]' % graced_id))
+    wait.until(lambda d: not d.find_element(By.CSS_SELECTOR, '#key-rows tr[data-key-id="%s"]' % graced_id)
+               .find_elements(By.XPATH, ".//button[text()='Roll']"))
+    driver.find_element(By.CSS_SELECTOR, '#key-rows tr[data-key-id="%s"]' % graced_id) \
+        .find_element(By.XPATH, ".//button[text()='Edit']").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "edit-dialog")))
+    seen["rolled_edit"] = {"expires_enabled": driver.find_element(By.ID, "edit-expires").is_enabled(),
+                           "never_enabled": driver.find_element(By.ID, "edit-never").is_enabled(),
+                           "note": driver.find_element(By.ID, "edit-rolled").text}
+    driver.find_element(By.CSS_SELECTOR, "#edit-form button[value='cancel']").click()
+
     # Signing out with a secret on screen leaves nothing of it.
     driver.find_element(By.ID, "sign-out").click()
     seen["token_after_sign_out"] = driver.execute_script("return sessionStorage.getItem('keyauthConsoleToken')")
