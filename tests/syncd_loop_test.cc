@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "syncd_fixtures.h"
 #include "syncd_metrics.h"
 #include "temp_dir.h"
+#include "usage_keyspace.h"
 
 using namespace keyauth;
 using namespace keyauth::syncd;
@@ -91,7 +93,7 @@ int64_t write_txn(etcd::Client &c, const std::vector<RecordChange> &changes) {
 std::vector<RecordChange> etcd_records(etcd::Client &c) {
     etcd::RangeRequest r;
     r.key = watched_prefix(kPrefix);
-    r.range_end = etcd::prefix_range_end(r.key);
+    r.range_end = watched_end(kPrefix);
     std::vector<RecordChange> out;
     etcd::Status s = c.range_all(r, 1000, [&](const etcd::RangeResponse &page) {
         Batch b = batch_of_kvs(kPrefix, page.kvs);
@@ -122,11 +124,13 @@ void expect_mirrors(etcd::Client &c, Mirror &m) {
 // A SyncLoop on its own thread; stopped and joined when it goes.
 class Running {
 public:
-    Running(const EtcdCluster &etcd, Mirror &mirror, Metrics &metrics) {
+    Running(const EtcdCluster &etcd, Mirror &mirror, Metrics &metrics,
+            const std::function<void(SyncOptions &)> &tweak = {}) {
         SyncOptions o;
         o.etcd.endpoints = etcd.endpoint_list();
         o.prefix = kPrefix;
         o.page_size = 7;  // several pages, several chunks
+        if (tweak) tweak(o);
         std::string error;
         loop_ = SyncLoop::make(o, mirror, metrics, error);
         EXPECT_NE(loop_, nullptr) << error;
@@ -343,7 +347,10 @@ TEST(SyncdLoop, AnotherClusterIsRebuiltFromNotMixedIn) {
     EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).size(), 0u);
 }
 
-TEST(SyncdLoop, ARefusedRecordHoldsTheEdgeBackVisiblyAndIsNeverSkipped) {
+// Issue 27, item 2: a record the edge cannot apply stops it there, and it
+// says so (/healthz 503, a lag that grows, apply_blocked); it serves its
+// copy; once the record is gone from etcd it rebuilds and is current again.
+TEST(SyncdLoop, ARecordThatCannotBeAppliedStopsTheEdgeVisiblyUntilItIsGone) {
     EtcdCluster etcd(1);
     ASSERT_TRUE(etcd.ok()) << etcd.error();
     auto c = connect(etcd);
@@ -352,22 +359,182 @@ TEST(SyncdLoop, ARefusedRecordHoldsTheEdgeBackVisiblyAndIsNeverSkipped) {
 
     TempDir dir;
     Mirror mirror(dir.sub("db"), 0);
-    Metrics metrics;
-    Running run(etcd, mirror, metrics);
-    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, good); }, 30s));
-    int64_t bad = write(*c, Table::kKeysByHash, kt::test_hash(5), kt::unknown_layout_key_record());
-    ASSERT_TRUE(kt::wait_until([&] { return metrics.apply_errors() >= 3; }, 20s))
-        << "refused, then refused again after a backoff";
-    // the backoff grows (100, 200, 400 ms...) though each retry makes a new watch
-    const auto t0 = std::chrono::steady_clock::now();
-    const uint64_t errors = metrics.apply_errors();
-    ASSERT_TRUE(kt::wait_until([&] { return metrics.apply_errors() >= errors + 2; }, 20s));
-    EXPECT_GT(std::chrono::steady_clock::now() - t0, 300ms);
-    EXPECT_LT(metrics.applied_revision(), bad);
-    EXPECT_EQ(metrics.handle(healthz()).status, 200) << "behind, but serving its copy";
-    run.stop();
-    EXPECT_LT(mirror.mark()->revision, bad);
+    Metrics metrics(2s);
+    {
+        Running run(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, good); }, 30s));
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.handle(healthz()).status == 200; }, 10s));
+        int64_t bad = write(*c, Table::kKeysByHash, kt::test_hash(5), kt::unknown_layout_key_record());
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.blocked(); }, 20s));
+        HttpResponse h = metrics.handle(healthz());
+        EXPECT_EQ(h.status, 503) << "cannot apply: not healthy";
+        EXPECT_NE(h.body.find("CANNOT_APPLY"), std::string::npos) << h.body;
+        EXPECT_NE(h.body.find(etcd_record_key(kPrefix, Table::kKeysByHash, kt::test_hash(5))), std::string::npos)
+            << "names the record: " << h.body;
+        EXPECT_NE(metrics.text().find("keyauth_syncd_apply_blocked 1"), std::string::npos);
+        // the lag grows past the threshold: it means "since last known current"
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.lag_seconds() > 2.0; }, 20s));
+        const int64_t later = write(*c, Table::kPlans, "pro", kt::plan_record("pro", 99900));
+        EXPECT_GE(metrics.apply_errors(), 1u);
+        EXPECT_LT(metrics.applied_revision(), bad) << "never skipped";
+        EXPECT_LT(metrics.applied_revision(), later);
+
+        // the operator deletes the record: the edge is current again, the
+        // changes after it applied (a watch would replay the put: a rebuild)
+        write(*c, Table::kKeysByHash, kt::test_hash(5), std::nullopt);
+        ASSERT_TRUE(kt::wait_until([&] { return !metrics.blocked() && metrics.applied_revision() >= later; }, 30s));
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.handle(healthz()).status == 200; }, 10s));
+        EXPECT_EQ(metrics.rebuilds(), 2u);
+        const int64_t after = write(*c, Table::kPlans, "after", kt::plan_record("after", 1));
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= after; }, 30s));
+    }
+    expect_mirrors(*c, mirror);
     EXPECT_EQ(kt::dump_env(mirror.env()).at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(5)), 0u);
+}
+
+// A store opened from disk is not known to be current until etcd says so.
+TEST(SyncdLoop, AStoreOpenedFromDiskStartsBehindUntilEtcdSaysItIsCurrent) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    int64_t rev = write(*c, Table::kPlans, "basic", kt::plan_record("basic", 49900));
+    TempDir dir;
+    {
+        Mirror mirror(dir.sub("db"), 0);
+        Metrics metrics;
+        Running run(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev); }, 30s));
+    }
+    Mirror reopened(dir.sub("db"), 0);
+    Metrics metrics(1s);
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.lag_seconds() > 1.0; }, 10s));
+    EXPECT_EQ(metrics.handle(healthz()).status, 503) << "nothing said it is current";
+    Running run(etcd, reopened, metrics);
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.handle(healthz()).status == 200; }, 20s))
+        << "a progress notification of the synced watch: current";
+    EXPECT_EQ(metrics.rebuilds(), 0u);
+}
+
+// Issue 27, item 1: a cluster restored from a snapshot goes back in
+// revisions; writes after the restore reuse revisions the store already
+// holds. The edge notices and rebuilds: a key revoked after the restore is
+// revoked at the edge.
+TEST(SyncdLoop, AClusterRestoredFromASnapshotIsRebuiltFrom) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    write(*c, Table::kAccounts, kt::id_bytes(kt::test_id(1)), kt::account_record("acct"));
+    write(*c, Table::kKeysByHash, kt::test_hash(101), kt::key_record(101, 1));
+    TempDir dir;
+    const std::string snap = dir.sub("snap.db");
+    ASSERT_TRUE(etcd.save_snapshot(snap)) << etcd.error();
+    // after the snapshot: more writes, which the restore will undo
+    int64_t rev = 0;
+    for (int i = 0; i < 20; i++) rev = write(*c, Table::kPlans, "p" + std::to_string(i), kt::plan_record("p", 100));
+
+    Mirror mirror(dir.sub("db"), 0);
+    Metrics metrics;
+    {
+        Running run(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev); }, 30s));
+        ASSERT_TRUE(etcd.restore_snapshot(snap)) << etcd.error();
+        c = connect(etcd);
+        ASSERT_NE(c, nullptr);
+        // the key is revoked after the restore, at a revision the store has seen
+        int64_t revoke = write(*c, Table::kKeysByHash, kt::test_hash(101), kt::key_record(101, 1, true));
+        ASSERT_LT(revoke, rev) << "the restore took the revision back";
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.rebuilds() >= 2; }, 30s)) << "rebuilt after the restore";
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.handle(healthz()).status == 200; }, 30s));
+    }
+    const Dump d = kt::dump_env(mirror.env());
+    KeyRecordView v;
+    const std::string &stored = d.at(KA_DB_KEYS_BY_HASH).at(kt::test_hash(101));
+    ASSERT_EQ(decode_key_record(stored.data(), stored.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.status, KA_KEY_REVOKED) << "the revocation made after the restore reached the edge";
+    EXPECT_EQ(d.at(KA_DB_PLANS).count("p3"), 0u) << "what the restore undid is gone from the edge too";
+    expect_mirrors(*c, mirror);
+}
+
+// Issue 27, item 4: progress notifications advance the stored revision, so
+// an edge of a quiet prefix (while usage keeps etcd's revision climbing)
+// survives a compaction and a lost watch without a rebuild.
+TEST(SyncdLoop, AQuietEdgeStaysCurrentAcrossACompaction) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    int64_t rev = write(*c, Table::kPlans, "basic", kt::plan_record("basic", 49900));
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    Metrics metrics;
+    Running run(etcd, mirror, metrics, [](SyncOptions &o) { o.mark_interval = 0ms; });
+    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev); }, 30s));
+    // usage traffic: outside the watched range, the revision climbs
+    int64_t usage = 0;
+    for (int i = 0; i < 30; i++) usage = put_raw(*c, etcd_usage_prefix(kPrefix) + "edge/" + std::to_string(i), "x");
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= usage; }, 20s))
+        << "a progress notification advanced the revision";
+    ASSERT_TRUE(kt::wait_until([&] { return mirror.mark() && mirror.mark()->revision >= usage; }, 20s))
+        << "and it is stored";
+    etcd::CompactionResponse compacted;
+    ASSERT_TRUE(c->compact(usage, true, compacted).ok());
+    // the member syncd watches goes and comes back: the new watch starts
+    // after the stored mark, which the compaction has not passed
+    ASSERT_TRUE(etcd.restart(0)) << etcd.error();
+    int64_t revoke = 0;
+    ASSERT_TRUE(kt::wait_until(
+        [&] {
+            etcd::PutResponse out;
+            if (!c->put({etcd_record_key(kPrefix, Table::kPlans, "after"), kt::plan_record("after", 1)}, out).ok())
+                return false;
+            revoke = out.header.revision;
+            return true;
+        },
+        30s));
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= revoke; }, 30s));
+    EXPECT_EQ(metrics.rebuilds(), 1u) << "no rebuild: the watch resumed after the stored mark";
+}
+
+// Issue 27, item 3: a catch-up answer over the client's size bound (here
+// 1 MiB; 64 MiB in production) would be asked for again and again; the edge
+// rebuilds from a snapshot instead, which reads only mirrored tables.
+TEST(SyncdLoop, AnOversizedCatchUpAnswerNeverStallsTheEdge) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    write(*c, Table::kAccounts, kt::id_bytes(kt::test_id(1)), kt::account_record("acct"));
+    int64_t rev = write(*c, Table::kKeysByHash, kt::test_hash(101), kt::key_record(101, 1));
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    auto small = [](SyncOptions &o) { o.etcd.max_answer_bytes = 1u << 20; };
+    {
+        Metrics metrics;
+        Running run(etcd, mirror, metrics, small);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, rev); }, 30s));
+    }
+    // while syncd is away: 3 MB of audit-sized records in one stretch of
+    // revisions (never mirrored, but inside the watched range), then a revocation
+    const std::string blob(15000, 'a');
+    for (int i = 0; i < 200; i++) {
+        std::vector<RecordChange> audit;
+        audit.push_back({Table::kAudit, "evt" + std::to_string(i), blob});
+        write_txn(*c, audit);
+    }
+    int64_t revoke = write(*c, Table::kKeysByHash, kt::test_hash(101), kt::key_record(101, 1, true));
+    Metrics metrics;
+    {
+        Running run(etcd, mirror, metrics, small);
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= revoke; }, 30s))
+            << "the revocation reached the edge";
+        EXPECT_GE(metrics.rebuilds(), 1u) << "through a rebuild";
+    }
+    KeyRecordView v;
+    const std::string stored = kt::dump_env(mirror.env()).at(KA_DB_KEYS_BY_HASH).at(kt::test_hash(101));
+    ASSERT_EQ(decode_key_record(stored.data(), stored.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.status, KA_KEY_REVOKED);
 }
 
 TEST(SyncdLoop, FailsOverToAnotherMemberAndWaitsOutAnOutage) {

@@ -2,6 +2,9 @@
 // metrics and /healthz, and the Mirror (marked batches, rebuild and swap).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -111,7 +114,18 @@ TEST(SyncdRecordChanges, ABatchAdvancesToItsHighestRevisionSkippedEventsIncluded
     Batch only_skipped = batch_of_events(kPrefix, {put_event(kPrefix + "/last/plans", "x", 9)});
     EXPECT_TRUE(only_skipped.changes.empty());
     EXPECT_EQ(only_skipped.revision, 9);
-    EXPECT_EQ(watched_prefix(kPrefix), "/keyauth/1/");
+    // the watch covers the mirrored tables and what sorts between them only
+    EXPECT_EQ(watched_prefix(kPrefix), "/keyauth/1/accounts/");
+    EXPECT_EQ(watched_end(kPrefix), "/keyauth/1/plans0");
+    for (size_t i = 0; i < kTableCount; i++) {
+        const Table t = static_cast<Table>(i);
+        const std::string p = etcd_table_prefix(kPrefix, t);
+        if (is_mirrored(t)) {
+            EXPECT_TRUE(p >= watched_prefix(kPrefix) && p < watched_end(kPrefix)) << table_name(t);
+        }
+    }
+    EXPECT_LT(etcd_table_prefix(kPrefix, Table::kAccountKeys), watched_prefix(kPrefix))
+        << "written with every key, never mirrored: outside the watch";
 }
 
 // ---- metrics and healthz ------------------------------------------------
@@ -141,6 +155,29 @@ TEST(SyncdRecordChanges, SnapshotRangesCoverEveryMirroredRecordOnce) {
     EXPECT_EQ(hits("/keyauth/10/accounts/61"), 0) << "a sibling prefix";
 }
 
+// Lag is the time since the edge last knew it was current; past max_lag
+// /healthz answers 503 BEHIND, with the figures.
+TEST(SyncdMetrics, HealthzIs503PastTheLagThreshold) {
+    Metrics m(std::chrono::milliseconds(50));
+    m.set_applied(7);
+    m.current();
+    HttpRequest get;
+    get.method = "GET";
+    get.path = "/healthz";
+    EXPECT_EQ(m.handle(get).status, 200);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (m.lag_seconds() <= 0.06 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    HttpResponse r = m.handle(get);
+    EXPECT_EQ(r.status, 503);
+    auto body = nlohmann::json::parse(r.body);
+    EXPECT_EQ(body["error"]["code"], "BEHIND");
+    EXPECT_EQ(body["revision"], 7);
+    m.current();
+    EXPECT_EQ(m.handle(get).status, 200);
+}
+
 TEST(SyncdMetrics, HealthzWaitsForASnapshotAndMetricsNameEverything) {
     Metrics m;
     HttpRequest get;
@@ -151,12 +188,21 @@ TEST(SyncdMetrics, HealthzWaitsForASnapshotAndMetricsNameEverything) {
     EXPECT_NE(r.body.find("\"error\""), std::string::npos);
 
     m.set_applied(42);
-    m.heard();
+    m.current();
     r = m.handle(get);
     EXPECT_EQ(r.status, 200);
     auto body = nlohmann::json::parse(r.body);
     EXPECT_EQ(body["revision"], 42);
     EXPECT_LT(body["lagSeconds"].get<double>(), 60.0);
+
+    // a record that cannot be applied: 503 naming it, until it can be
+    m.set_blocked(true, "cannot apply /keyauth/1/keys_by_hash/00: layout 99");
+    r = m.handle(get);
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(nlohmann::json::parse(r.body)["error"]["code"], "CANNOT_APPLY");
+    EXPECT_NE(r.body.find("layout 99"), std::string::npos);
+    m.set_blocked(false);
+    EXPECT_EQ(m.handle(get).status, 200);
 
     m.add_events(3);
     m.add_rebuild();
@@ -173,7 +219,8 @@ TEST(SyncdMetrics, HealthzWaitsForASnapshotAndMetricsNameEverything) {
     }
     for (const char *name : {"keyauth_syncd_applied_revision", "keyauth_syncd_lag_seconds",
                              "keyauth_syncd_events_total", "keyauth_syncd_rebuilds_total",
-                             "keyauth_syncd_etcd_up", "keyauth_syncd_apply_errors_total"}) {
+                             "keyauth_syncd_etcd_up", "keyauth_syncd_apply_errors_total",
+                             "keyauth_syncd_apply_blocked"}) {
         EXPECT_NE(r.body.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
         EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
     }

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     try {
         Mirror mirror(opt.db, opt.map_size);
-        Metrics metrics;
+        Metrics metrics(opt.max_lag);
         SyncOptions so;
         so.etcd.endpoints = opt.etcd;
         so.etcd.ca_file = opt.etcd_cacert;

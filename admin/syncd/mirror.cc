@@ -19,6 +19,7 @@
 #include "le.h"
 #include "lmdb_write_txn.h"
 #include "lmdb_backend.h"
+#include "store_error.h"
 #include "syncd_log.h"
 
 namespace keyauth::syncd {
@@ -54,6 +55,19 @@ std::optional<MirrorMark> read_mark(MDB_env *env, const LmdbTables &tables) {
     auto cluster = get_u64(txn.handle(), tables[Table::kMeta], KA_META_CLUSTER_ID);
     if (!revision || !cluster || *revision > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
     return MirrorMark{static_cast<int64_t>(*revision), *cluster};
+}
+
+std::optional<Refusal> first_refused(MDB_env *env, const LmdbTables &tables,
+                                     const std::vector<RecordChange> &changes) {
+    WriteTxn txn(env);  // never committed
+    for (size_t i = 0; i < changes.size(); i++) {
+        try {
+            apply_records(txn.handle(), tables, {changes[i]}, KeySlots::kDeferred);
+        } catch (const StoreError &e) {
+            return Refusal{i, e.what()};
+        }
+    }
+    return std::nullopt;
 }
 
 bool exists(const std::string &path) {
@@ -137,6 +151,15 @@ void Mirror::apply(const std::vector<RecordChange> &changes, int64_t revision) {
     write_mark(txn.handle(), live_->tables(), next);
     txn.commit();
     mark_ = next;
+}
+
+std::optional<Refusal> Mirror::refused(const std::vector<RecordChange> &changes) const {
+    if (!live_) return std::nullopt;
+    return first_refused(live_->env(), live_->tables(), changes);
+}
+
+std::optional<Refusal> Mirror::Rebuild::refused(const std::vector<RecordChange> &changes) const {
+    return first_refused(store_->env(), store_->tables(), changes);
 }
 
 Mirror::Rebuild::~Rebuild() {

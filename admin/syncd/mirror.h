@@ -36,6 +36,12 @@ class LmdbBackend;
 
 namespace keyauth::syncd {
 
+// Which change of a batch the store refuses, and why.
+struct Refusal {
+    size_t index = 0;
+    std::string error;
+};
+
 // What the store holds: every record of cluster `cluster_id` up to etcd
 // revision `revision`.
 struct MirrorMark {
@@ -64,6 +70,10 @@ public:
     // Applies one batch and advances syncd_revision to `revision` (never
     // back), in one write transaction. Requires a marked store.
     void apply(const std::vector<RecordChange> &changes, int64_t revision);
+    // The first of `changes` the live store refuses on its own (each tried
+    // in a transaction that is then aborted: nothing is written); none if
+    // every one applies. Names the record a refused batch is stuck on.
+    std::optional<Refusal> refused(const std::vector<RecordChange> &changes) const;
 
     // A new environment being filled beside the live one. Dropped without
     // finish_rebuild, it removes its directory.
@@ -75,6 +85,8 @@ public:
         // Applies one chunk of records in one committed write transaction.
         void add(const std::vector<RecordChange> &changes);
         size_t records() const noexcept { return records_; }
+        // As Mirror::refused, in the store being filled.
+        std::optional<Refusal> refused(const std::vector<RecordChange> &changes) const;
 
     private:
         friend class Mirror;

@@ -71,8 +71,25 @@ std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix) {
     return out;
 }
 
-std::string watched_prefix(std::string_view prefix) { return std::string(prefix) + "/"; }
+// The mirrored tables' prefixes, the first and the last in key order: the
+// watch starts at the one and ends after the other, so what sorts outside
+// them (account_keys, written with every key; usage) never reaches it.
+namespace {
+std::pair<std::string, std::string> mirrored_bounds(std::string_view prefix) {
+    std::string first, last;
+    for (size_t i = 0; i < kTableCount; i++) {
+        const Table t = static_cast<Table>(i);
+        if (!is_mirrored(t)) continue;
+        const std::string p = etcd_table_prefix(prefix, t);
+        if (first.empty() || p < first) first = p;
+        if (last.empty() || p > last) last = p;
+    }
+    return {first, last};
+}
+}  // namespace
 
-std::string watched_end(std::string_view prefix) { return etcd_usage_prefix(prefix); }
+std::string watched_prefix(std::string_view prefix) { return mirrored_bounds(prefix).first; }
+
+std::string watched_end(std::string_view prefix) { return etcd::prefix_range_end(mirrored_bounds(prefix).second); }
 
 }  // namespace keyauth::syncd

@@ -45,11 +45,13 @@ Batch batch_of_kvs(std::string_view prefix, const std::vector<etcd::KeyValue> &k
 // range of a few thousand keys costs its own size.
 std::vector<etcd::RangeRequest> snapshot_ranges(std::string_view prefix);
 
-// "<prefix>/": the range syncd reads and watches (a sibling prefix such as
-// "/keyauth/10" stays out).
+// The range syncd watches: from the first mirrored table's prefix to the
+// end of the last one's. A sibling prefix ("/keyauth/10") stays out, and so
+// does what sorts outside them: account_keys (written with every key) and
+// the usage edges publish ("<prefix>/usage/", which must not wake every
+// edge). What sorts between them and is not mirrored (audit, keys, last) is
+// read and skipped.
 std::string watched_prefix(std::string_view prefix);
-// Where the watch ends: the usage edges publish ("<prefix>/usage/", which
-// sorts after every table) is not mirrored, and must not wake every edge.
 std::string watched_end(std::string_view prefix);
 
 }  // namespace keyauth::syncd

@@ -7,7 +7,9 @@
 #include <optional>
 #include <utility>
 
+#include "etcd_keyspace.h"
 #include "record_changes.h"
+#include "store_error.h"
 #include "syncd_log.h"
 
 namespace keyauth::syncd {
@@ -52,11 +54,10 @@ void SyncLoop::stop() noexcept {
 }
 
 void SyncLoop::run() noexcept {
-    bool rebuild_asked = false;
     while (!stopping()) {
         Next next;
         try {
-            next = round(rebuild_asked);
+            next = round();
         } catch (const std::exception &e) {
             // a file system step of a rebuild, LMDB itself (a full map), ...
             pending_backoff_ = next_backoff(backoff_);
@@ -70,32 +71,94 @@ void SyncLoop::run() noexcept {
             next = Next::kBackoff;
         }
         metrics_.set_etcd_up(false);
-        rebuild_asked = next == Next::kRebuild;
         if (next == Next::kStop) break;
         if (next == Next::kBackoff) pause(pending_backoff_);
     }
     metrics_.set_etcd_up(false);
 }
 
+int64_t SyncLoop::known_revision() const {
+    const std::optional<MirrorMark> &mark = mirror_.mark();
+    return std::max(mark ? mark->revision : 0, notified_revision_);
+}
+
 // One status call, a rebuild if one is due, then one watch until it ends.
-SyncLoop::Next SyncLoop::round(bool rebuild_asked) {
+SyncLoop::Next SyncLoop::round() {
     etcd::StatusResponse st;
     etcd::Status s = client_->status(st);
     if (!s.ok()) return etcd_failed("status", s);
     const uint64_t cluster = st.header.cluster_id;
+    if (blocked_) {
+        bool changed = false;
+        Next n = blocked_record_changed(changed);
+        if (n != Next::kWatch) return n;
+        if (!changed) {
+            pending_backoff_ = next_backoff(apply_backoff_);
+            return Next::kBackoff;
+        }
+        rebuild_reason_ = "the record that could not be applied is gone or changed";
+    }
     const std::optional<MirrorMark> &mark = mirror_.mark();
-    const char *reason = rebuild_asked               ? "revision compacted"
-                         : !mark                     ? "no complete snapshot"
-                         : mark->cluster_id != cluster ? "another etcd cluster"
-                                                     : nullptr;
-    if (reason != nullptr) {
+    std::string reason;
+    if (rebuild_reason_) {
+        reason = *rebuild_reason_;
+    } else if (!mark) {
+        reason = "no complete snapshot";
+    } else if (mark->cluster_id != cluster) {
+        reason = "another etcd cluster";
+    } else if (st.header.revision < known_revision()) {
+        // a cluster restored from a snapshot: its revisions up to the mark
+        // are other writes than the ones this store holds
+        reason = "etcd's revision " + std::to_string(st.header.revision) + " is behind this store's " +
+                 std::to_string(known_revision()) + " (restored from a snapshot?)";
+    }
+    rebuild_reason_.reset();
+    if (!reason.empty()) {
         Next n = rebuild(cluster, reason);
         if (n != Next::kWatch) return n;
     }
     return watch();
 }
 
-SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
+SyncLoop::Next SyncLoop::blocked_record_changed(bool &changed) {
+    etcd::RangeRequest r;
+    r.key = blocked_->etcd_key;
+    etcd::RangeResponse out;
+    etcd::Status s = client_->range(r, out);
+    if (!s.ok()) return etcd_failed("range", s);
+    std::optional<std::string> now;
+    if (!out.kvs.empty()) now = out.kvs.front().value;
+    changed = now != blocked_->value;
+    return Next::kWatch;
+}
+
+void SyncLoop::block(const char *during, const std::vector<RecordChange> &changes,
+                     const std::optional<Refusal> &r, const std::string &error, int64_t revision) {
+    Blocked b;
+    std::string why = error;
+    if (r && r->index < changes.size()) {
+        const RecordChange &c = changes[r->index];
+        b.etcd_key = etcd_record_key(options_.prefix, c.table, c.key);
+        b.value = c.value;
+        why = "cannot apply " + b.etcd_key + ": " + r->error;
+    }
+    blocked_ = std::move(b);
+    metrics_.set_blocked(true, why);
+    apply_failed(during, why, revision);
+}
+
+void SyncLoop::note_progress(int64_t revision) {
+    if (revision <= known_revision()) return;
+    notified_revision_ = revision;
+    metrics_.set_applied(revision);
+    // stored now and then: a crash costs only a watch from an older mark
+    if (Clock::now() - mark_stored_ >= options_.mark_interval) {
+        mirror_.apply({}, revision);
+        mark_stored_ = Clock::now();
+    }
+}
+
+SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason) {
     const auto t0 = Clock::now();
     const std::optional<MirrorMark> &old = mirror_.mark();
     log_event("rebuild started", {{"reason", reason},
@@ -105,6 +168,8 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
     std::unique_ptr<Mirror::Rebuild> rb = mirror_.begin_rebuild();
     int64_t revision = 0;
     std::optional<std::string> refused;  // by apply_records or LMDB
+    std::vector<RecordChange> refused_page;
+    std::optional<Refusal> refusal;
     std::exception_ptr failed;            // anything else
     // a long rebuild (millions of keys) says how far it is every 5 s
     auto next_progress = t0 + std::chrono::seconds(5);
@@ -116,13 +181,19 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
             range, options_.page_size,
             [&](const etcd::RangeResponse &page) {
                 if (page.kvs.empty()) return true;
+                Batch b = batch_of_kvs(options_.prefix, page.kvs);
                 try {
-                    rb->add(batch_of_kvs(options_.prefix, page.kvs).changes);
+                    rb->add(b.changes);
                     if (Clock::now() >= next_progress) {
                         log_event("rebuild progress", {{"records", rb->records()}, {"ms", ms_since(t0)}});
                         next_progress = Clock::now() + std::chrono::seconds(5);
                     }
-                } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
+                } catch (const StoreError &e) {  // a record this build cannot apply
+                    refused = e.what();
+                    refusal = rb->refused(b.changes);
+                    refused_page = std::move(b.changes);
+                    return false;
+                } catch (const std::exception &e) {  // lmdb::error: a full map...
                     refused = e.what();
                     return false;
                 } catch (...) {
@@ -136,7 +207,11 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
     }
     if (failed) std::rethrow_exception(failed);  // run() logs it; the Rebuild removes its directory
     if (refused) {
-        apply_failed("rebuild", *refused, revision);
+        if (refusal) {
+            block("rebuild", refused_page, refusal, *refused, revision);
+        } else {
+            apply_failed("rebuild", *refused, revision);
+        }
         return Next::kBackoff;
     }
     if (stopping()) return Next::kStop;
@@ -144,8 +219,14 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const char *reason) {
     const size_t records = rb->records();
     mirror_.finish_rebuild(std::move(rb), MirrorMark{revision, cluster_id});
     apply_backoff_ = options_.backoff_min;
+    notified_revision_ = 0;
+    mark_stored_ = Clock::now();
+    if (blocked_) log_event("record applied again", {{"etcdKey", blocked_->etcd_key}});
+    blocked_.reset();
+    metrics_.set_blocked(false);
     metrics_.add_rebuild();
     metrics_.set_applied(revision);
+    metrics_.current();
     log_event("rebuild finished",
               {{"records", records}, {"revision", revision}, {"clusterId", cluster_id}, {"ms", ms_since(t0)}});
     return Next::kWatch;
@@ -155,7 +236,7 @@ SyncLoop::Next SyncLoop::watch() {
     etcd::WatchCreateRequest w;
     w.key = watched_prefix(options_.prefix);
     w.range_end = watched_end(options_.prefix);
-    w.start_revision = mirror_.mark()->revision + 1;
+    w.start_revision = known_revision() + 1;
     w.progress_notify = true;
     etcd::WatchOptions wo;
     wo.silence_timeout = options_.watch_silence;
@@ -165,18 +246,34 @@ SyncLoop::Next SyncLoop::watch() {
     std::exception_ptr failed;
     etcd::Status s = client_->watch(w, wo, [&](const etcd::WatchResponse &r) {
         if (r.created) {
+            if (r.header.revision < w.start_revision - 1) {
+                // the member is behind what this store holds: restored
+                rebuild_reason_ = "etcd's revision " + std::to_string(r.header.revision) +
+                                  " is behind this store's " + std::to_string(w.start_revision - 1) +
+                                  " (restored from a snapshot?)";
+                return false;
+            }
             metrics_.set_etcd_up(true);
             backoff_ = options_.backoff_min;
             log_event("watch established",
                       {{"endpoint", client_->preferred_endpoint()}, {"fromRevision", w.start_revision}});
             return true;
         }
-        metrics_.heard();
-        if (r.events.empty()) return true;  // a progress notification: nothing changed
+        if (r.events.empty()) {
+            // a progress notification: the synced watch has sent everything
+            // up to its revision, and nothing in the range changed
+            note_progress(r.header.revision);
+            metrics_.current();
+            return !stopping();
+        }
         Batch b = batch_of_events(options_.prefix, r.events);
         try {
             mirror_.apply(b.changes, b.revision);
-        } catch (const std::exception &e) {  // StoreError: refused; lmdb::error: a full map...
+        } catch (const StoreError &e) {  // a record this build cannot apply
+            block("watch", b.changes, mirror_.refused(b.changes), e.what(), b.revision);
+            refused = true;
+            return false;
+        } catch (const std::exception &e) {  // lmdb::error: a full map...
             apply_failed("watch", e.what(), b.revision);
             refused = true;
             return false;
@@ -186,13 +283,17 @@ SyncLoop::Next SyncLoop::watch() {
         }
         apply_backoff_ = options_.backoff_min;
         metrics_.add_events(b.read);
-        metrics_.set_applied(mirror_.mark()->revision);
+        metrics_.set_applied(known_revision());
+        // a catch-up batch's header is ahead of its events: current only
+        // once the batch reaches it
+        if (r.header.revision <= known_revision()) metrics_.current();
         return !stopping();
     });
     metrics_.set_etcd_up(false);
     if (failed) std::rethrow_exception(failed);
     if (refused) return Next::kBackoff;
     if (stopping()) return Next::kStop;
+    if (rebuild_reason_) return Next::kRebuild;
     if (s.ok()) return Next::kWatch;
     return etcd_failed("watch", s);
 }
@@ -202,7 +303,13 @@ SyncLoop::Next SyncLoop::etcd_failed(const char *call, const etcd::Status &statu
     if (status.code == etcd::Errc::kCompacted) {
         log_event("etcd revision compacted",
                   {{"call", call}, {"compactRevision", status.compact_revision}, {"message", status.message}});
+        rebuild_reason_ = "revision compacted";
         return Next::kRebuild;
+    }
+    if (status.code == etcd::Errc::kBadAnswer && std::string_view(call) == "watch") {
+        // watching again would ask for the same answer (one over the size
+        // bound, say): a snapshot holds only the records that exist now
+        rebuild_reason_ = "a watch answer could not be read: " + status.message;
     }
     pending_backoff_ = next_backoff(backoff_);
     log_event("etcd error", {{"call", call},

@@ -23,17 +23,25 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-Metrics::Metrics() : last_heard_ns_(now_ns()) {}
+Metrics::Metrics(std::chrono::milliseconds max_lag) : max_lag_(max_lag), last_current_ns_(now_ns()) {}
 
 void Metrics::set_applied(int64_t revision) {
     applied_.store(revision, std::memory_order_release);
     complete_.store(true, std::memory_order_release);
 }
 
-void Metrics::heard() { last_heard_ns_.store(now_ns(), std::memory_order_relaxed); }
+void Metrics::current() { last_current_ns_.store(now_ns(), std::memory_order_relaxed); }
+
+void Metrics::set_blocked(bool blocked, const std::string &why) {
+    {
+        std::lock_guard<std::mutex> lock(why_mutex_);
+        blocked_why_ = blocked ? why : "";
+    }
+    blocked_.store(blocked, std::memory_order_release);
+}
 
 double Metrics::lag_seconds() const {
-    const int64_t ns = now_ns() - last_heard_ns_.load(std::memory_order_relaxed);
+    const int64_t ns = now_ns() - last_current_ns_.load(std::memory_order_relaxed);
     return ns > 0 ? static_cast<double>(ns) / 1e9 : 0.0;
 }
 
@@ -43,7 +51,7 @@ std::string Metrics::text() const {
            "Highest etcd mod_revision applied to the edge's LMDB store (0 before the first snapshot).",
            std::to_string(applied_revision()));
     metric(out, "keyauth_syncd_lag_seconds", "gauge",
-           "Seconds since etcd last sent an event or a progress notification for the watched prefix (since start if never).",
+           "Seconds since this edge last knew it was current: every change etcd had made to the mirrored tables applied (since start if never).",
            seconds_text(lag_seconds()));
     metric(out, "keyauth_syncd_events_total", "counter",
            "Watch events applied (records skipped as not mirrored included).",
@@ -53,8 +61,11 @@ std::string Metrics::text() const {
            std::to_string(rebuilds()));
     metric(out, "keyauth_syncd_etcd_up", "gauge", "1 while a watch on etcd is established, else 0.",
            etcd_up() ? "1" : "0");
+    metric(out, "keyauth_syncd_apply_blocked", "gauge",
+           "1 while a record cannot be applied (the edge serves its copy, behind etcd), else 0.",
+           blocked() ? "1" : "0");
     metric(out, "keyauth_syncd_apply_errors_total", "counter",
-           "Batches the store refused (a record layout this build cannot read, a full map); retried, never skipped: the edge stays behind.",
+           "Batches the store refused (a record layout this build cannot read, a full map); never skipped: the edge stays behind until the record is gone or readable.",
            std::to_string(apply_errors()));
     metric(out, "keyauth_syncd_usage_published_total", "counter",
            "Per-key usage totals of this edge written to etcd.", std::to_string(usage_published()));
@@ -73,8 +84,19 @@ HttpResponse Metrics::handle(const HttpRequest &request) const noexcept {
         if (!complete()) {
             return json_error(503, "NOT_READY", "the store holds no complete snapshot of etcd yet");
         }
-        nlohmann::ordered_json body = {{"revision", applied_revision()},
-                                       {"lagSeconds", std::round(lag_seconds() * 1000.0) / 1000.0}};
+        const double lag = std::round(lag_seconds() * 1000.0) / 1000.0;
+        nlohmann::ordered_json body = {{"revision", applied_revision()}, {"lagSeconds", lag}};
+        if (blocked()) {
+            std::lock_guard<std::mutex> lock(why_mutex_);
+            body["error"] = {{"code", "CANNOT_APPLY"}, {"message", blocked_why_}};
+            return json_response(503, body.dump());
+        }
+        if (lag * 1000.0 > static_cast<double>(max_lag_.count())) {
+            body["error"] = {{"code", "BEHIND"},
+                             {"message", "not known to be current for " + seconds_text(lag) + " s, over " +
+                                             seconds_text(max_lag_.count() / 1000.0) + " s"}};
+            return json_response(503, body.dump());
+        }
         return json_response(200, body.dump());
     } catch (...) {  // std::bad_alloc: an answer the server can still send
         HttpResponse r;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "http_exchange.h"
@@ -16,15 +17,23 @@ class Metrics {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // The lag clock starts now: until etcd says something, the lag is the
-    // time since start.
-    Metrics();
+    // The lag clock starts now: a store opened from disk is not known to be
+    // current until etcd says so, so until then the lag is the time since
+    // start. `max_lag`: /healthz answers 503 past it.
+    explicit Metrics(std::chrono::milliseconds max_lag = std::chrono::seconds(10));
 
     // The store holds a complete snapshot up to `revision` (a mark exists
     // and the cluster id is known): /healthz answers 200 from now on.
     void set_applied(int64_t revision);
-    // etcd spoke about the watched range: events, or a progress notification.
-    void heard();
+    // The edge knows it is current: every change etcd had made to the
+    // watched range is applied (a rebuild, a live batch whose header
+    // revision it reached, a progress notification of a synced watch).
+    // Lag is the time since the last such moment, never "since something
+    // was heard": a batch that cannot be applied keeps it growing.
+    void current();
+    // A batch cannot be applied (`why` names the record and the error):
+    // /healthz answers 503 until it can be (blocked(false)).
+    void set_blocked(bool blocked, const std::string &why = "");
     void add_events(uint64_t count) { events_.fetch_add(count, std::memory_order_relaxed); }
     void add_rebuild() { rebuilds_.fetch_add(1, std::memory_order_relaxed); }
     void add_apply_error() { apply_errors_.fetch_add(1, std::memory_order_relaxed); }
@@ -39,6 +48,8 @@ public:
     uint64_t rebuilds() const { return rebuilds_.load(std::memory_order_relaxed); }
     uint64_t apply_errors() const { return apply_errors_.load(std::memory_order_relaxed); }
     bool etcd_up() const { return etcd_up_.load(std::memory_order_relaxed); }
+    bool blocked() const { return blocked_.load(std::memory_order_acquire); }
+    std::chrono::milliseconds max_lag() const { return max_lag_; }
     uint64_t usage_published() const { return usage_published_.load(std::memory_order_relaxed); }
     uint64_t usage_publish_errors() const { return usage_publish_errors_.load(std::memory_order_relaxed); }
 
@@ -52,7 +63,11 @@ public:
 private:
     std::atomic<int64_t> applied_{0};
     std::atomic<bool> complete_{false};
-    std::atomic<int64_t> last_heard_ns_;  // Clock's time since its epoch
+    std::chrono::milliseconds max_lag_;
+    std::atomic<int64_t> last_current_ns_;  // Clock's time since its epoch
+    std::atomic<bool> blocked_{false};
+    mutable std::mutex why_mutex_;
+    std::string blocked_why_;  // under why_mutex_
     std::atomic<uint64_t> events_{0};
     std::atomic<uint64_t> rebuilds_{0};
     std::atomic<uint64_t> apply_errors_{0};

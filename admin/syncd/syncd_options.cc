@@ -17,7 +17,7 @@ namespace {
 const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT]
                      [--allow-remote] [--etcd-prefix /keyauth/1] [--map-size MIB]
                      [--etcd-cacert FILE] [--etcd-cert FILE --etcd-key FILE]
-                     [--usage-db PATH] [--usage-interval SECONDS]
+                     [--usage-db PATH] [--usage-interval SECONDS] [--max-lag SECONDS]
 
 Mirrors the keyauth records under an etcd prefix into this edge host's LMDB
 store, which the nginx module reads: the only writer of that store. Rebuilds
@@ -43,6 +43,10 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     PATH + ".usage", nginx's default too)
   --usage-interval S  publish the usage that changed every S seconds, 1 to
                     30 (default 15)
+  --max-lag S       GET /healthz answers 503 once the edge has not known
+                    itself current (every change in etcd applied) for more
+                    than S seconds, 1 to 3600 (default 10), and while a
+                    record cannot be applied
 )";
 
 [[noreturn]] void usage_error(const std::string &msg) {
@@ -65,7 +69,7 @@ size_t bounded(const std::string &option, const std::string &text, size_t lo, si
 
 Options parse_options(int argc, char **argv) {
     Options o;
-    std::string etcd, map_mib, prefix, usage_interval;
+    std::string etcd, map_mib, prefix, usage_interval, max_lag;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -88,6 +92,7 @@ Options parse_options(int argc, char **argv) {
                             : a == "--etcd-key"     ? &o.etcd_key
                             : a == "--usage-db"     ? &o.usage_db
                             : a == "--usage-interval" ? &usage_interval
+                            : a == "--max-lag"      ? &max_lag
                                                     : nullptr;
         if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
         if (i + 1 >= argc) usage_error(a + " needs a value");
@@ -120,6 +125,7 @@ Options parse_options(int argc, char **argv) {
     if (!usage_interval.empty()) {
         o.usage_interval = std::chrono::seconds(bounded("--usage-interval", usage_interval, 1, 30, "seconds"));
     }
+    if (!max_lag.empty()) o.max_lag = std::chrono::seconds(bounded("--max-lag", max_lag, 1, 3600, "seconds"));
     if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     return o;
 }
