@@ -1,14 +1,18 @@
 /*
  * One LMDB reader per worker process. The handle is opened in init_process
- * and retried at most once a second while it cannot be; once a second an
- * open handle is checked for its data.mdb or lock.mdb having been replaced
- * (a store made anew at the same path), and is then closed and opened again.
+ * and retried at most once a second while it cannot be; every idle tick
+ * (and by requests at most once a second in between) an open handle is
+ * checked for its data.mdb or lock.mdb having been replaced (a store made
+ * anew at the same path, a rebuild swapped in), and is then closed and
+ * opened again.
  *
  * The read transaction itself is the core's (src/core/edge_store.cc): a
  * request keeps the previous request's snapshot while it is the newest and
  * renews it otherwise; MDB_MAP_RESIZED is handled there too. A timer here
  * lets an idle worker's snapshot go within a second, so that it never pins
- * the writer's old pages.
+ * the writer's old pages, and makes the replaced-store check on every tick,
+ * so that a worker without requests lets a swapped-out store go (closes it,
+ * opens the new one) within KA_EDGE_IDLE_MSEC too.
  */
 
 #include "ngx_http_keyauth_store.h"
@@ -70,6 +74,15 @@ ngx_http_keyauth_store_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_keyauth_idle_timer(ngx_event_t *ev)
 {
+    if (ngx_http_keyauth_edge_handle != NULL) {
+        /* a store swapped out by a rebuild is let go here too, not only by
+         * the next request: an idle worker would otherwise keep the old
+         * data.mdb mapped and its disk space pinned (gigabytes at millions
+         * of keys); the check is two stat() calls, here every tick */
+        ngx_http_keyauth_next_check = ngx_current_msec;
+        (void) ngx_http_keyauth_edge(ev->log);
+    }
+
     if (ngx_http_keyauth_edge_handle != NULL) {
         ka_edge_idle(ngx_http_keyauth_edge_handle);
     }

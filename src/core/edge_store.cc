@@ -1,6 +1,8 @@
 #include "edge_store.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -33,11 +35,19 @@ int begin_read(MDB_env *env, MDB_txn **txn, bool &set_map_failed) noexcept {
     return rc;
 }
 
-bool file_id(const std::string &path, unsigned long long &dev, unsigned long long &ino) {
+bool file_id(const std::string &path, EdgeStore::FileId &id) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return false;
-    dev = st.st_dev;
-    ino = st.st_ino;
+    id = EdgeStore::FileId{static_cast<unsigned long long>(st.st_dev),
+                           static_cast<unsigned long long>(st.st_ino)};
+    return true;
+}
+
+bool file_id_at(int dir, const char *name, EdgeStore::FileId &id) {
+    struct stat st;
+    if (::fstatat(dir, name, &st, 0) != 0) return false;
+    id = EdgeStore::FileId{static_cast<unsigned long long>(st.st_dev),
+                           static_cast<unsigned long long>(st.st_ino)};
     return true;
 }
 
@@ -52,35 +62,91 @@ EdgeStore::~EdgeStore() {
     }
 }
 
+// Opens the environment at PATH into env_ and records the identity of the
+// files it opened. A rebuild may swap another store in at PATH at any
+// instant (renameat2 RENAME_EXCHANGE of the whole directory), and LMDB opens
+// lock.mdb and data.mdb one after the other, each by its path name: opened
+// by PATH, the two could be two stores' (a reader slot in one lock file,
+// pages of the other store: its writer would overwrite them under us), and
+// an identity taken by PATH afterwards could be a third store's (stale()
+// never true). So LMDB opens them through a descriptor of the directory
+// (/proc/self/fd/N names the directory itself, whatever PATH names by
+// then), and data.mdb's identity is that of LMDB's own descriptor. A handle
+// PATH no longer names when the open ends is made again, a few times: a
+// handle made just before a swap would otherwise serve the old store until
+// stale() is next asked. 0, or 1 with err set.
+int EdgeStore::open_env(const std::string &path, std::string &err) {
+    for (int attempt = 1;; attempt++) {
+        if (env_ != nullptr) {
+            mdb_env_close(env_);
+            env_ = nullptr;
+        }
+        // O_PATH: LMDB's file opens check the permissions, not this one
+        const int dir = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) {
+            err = "cannot open \"" + path + "\": " + std::strerror(errno);
+            return 1;
+        }
+        FileId lock_before, lock_after, opened, now;
+        // none on a read-only file system, where LMDB reads without a lock file
+        const bool had_lock = file_id_at(dir, "lock.mdb", lock_before);
+        int rc = mdb_env_create(&env_);
+        if (rc != 0) {
+            env_ = nullptr;
+            ::close(dir);
+            err = mdb_error("mdb_env_create", rc);
+            return 1;
+        }
+        mdb_env_set_maxdbs(env_, KA_DB_COUNT);
+        mdb_env_set_maxreaders(env_, kMaxReaders);
+        const std::string via = "/proc/self/fd/" + std::to_string(dir);
+        rc = mdb_env_open(env_, via.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD, 0);
+        const bool has_lock = rc == 0 && file_id_at(dir, "lock.mdb", lock_after);
+        ::close(dir);
+        if (rc != 0) {
+            err = mdb_error(("mdb_env_open(\"" + path + "\")").c_str(), rc);
+            if (rc == ENOENT && ::access("/proc/self/fd", X_OK) != 0) {
+                err += " (it is opened through /proc/self/fd: is /proc mounted?)";
+            }
+            return 1;
+        }
+        mdb_filehandle_t fd = -1;
+        struct stat st;
+        if (mdb_env_get_fd(env_, &fd) != 0 || ::fstat(fd, &st) != 0) {
+            err = "\"" + path + "/data.mdb\" cannot be examined: " + std::strerror(errno);
+            return 1;
+        }
+        opened = FileId{static_cast<unsigned long long>(st.st_dev),
+                        static_cast<unsigned long long>(st.st_ino)};
+        // lock.mdb made or replaced in that directory meanwhile (LMDB makes
+        // a missing one): which one LMDB opened is not known
+        const bool lock_known = had_lock == has_lock && (!has_lock || lock_before == lock_after);
+        const bool current = file_id(path + "/data.mdb", now) && now == opened;
+        if (lock_known && (current || attempt >= kOpenAttempts)) {
+            // not current after all attempts: a handle of one whole store
+            // all the same, which stale() reports
+            data_id_ = opened;
+            lock_id_ = has_lock ? lock_after : FileId{};
+            return 0;
+        }
+        if (attempt >= kOpenAttempts) {
+            err = "lock.mdb of \"" + path + "\" was replaced while it was being opened, " +
+                  std::to_string(kOpenAttempts) + " times in a row";
+            return 1;
+        }
+    }
+}
+
 std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string &err) {
     std::unique_ptr<EdgeStore> s(new EdgeStore());
-    int rc = mdb_env_create(&s->env_);
-    if (rc != 0) {
-        err = mdb_error("mdb_env_create", rc);
-        s->env_ = nullptr;
-        return nullptr;
-    }
-    mdb_env_set_maxdbs(s->env_, KA_DB_COUNT);
-    mdb_env_set_maxreaders(s->env_, kMaxReaders);
-    rc = mdb_env_open(s->env_, path.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NORDAHEAD, 0);
-    if (rc != 0) {
-        err = mdb_error(("mdb_env_open(\"" + path + "\")").c_str(), rc);
-        return nullptr;
-    }
+    if (s->open_env(path, err) != 0) return nullptr;
     int dead = 0;
     mdb_reader_check(s->env_, &dead);
-
     s->path_ = path;
-    if (!file_id(path + "/data.mdb", s->data_id_.dev, s->data_id_.ino)) {
-        err = "\"" + path + "/data.mdb\" cannot be examined: " + std::strerror(errno);
-        return nullptr;
-    }
-    // none on a read-only file system, where LMDB reads without a lock file
-    (void)file_id(path + "/lock.mdb", s->lock_id_.dev, s->lock_id_.ino);
 
     MDB_txn *txn = nullptr;
     bool map_failed = false;
-    rc = begin_read(s->env_, &txn, map_failed);
+    int rc = begin_read(s->env_, &txn, map_failed);
     if (rc != 0) {
         err = mdb_error("mdb_txn_begin", rc);
         return nullptr;
@@ -143,13 +209,11 @@ bool EdgeStore::stale(std::string &why) const noexcept {
         return true;
     }
     FileId d, l;
-    if (!file_id(path_ + "/data.mdb", d.dev, d.ino) || d.dev != data_id_.dev ||
-        d.ino != data_id_.ino) {
+    if (!file_id(path_ + "/data.mdb", d) || !(d == data_id_)) {
         why = "data.mdb was replaced or removed";
         return true;
     }
-    if (lock_id_.ino != 0 && (!file_id(path_ + "/lock.mdb", l.dev, l.ino) ||
-                              l.dev != lock_id_.dev || l.ino != lock_id_.ino)) {
+    if (lock_id_.ino != 0 && (!file_id(path_ + "/lock.mdb", l) || !(l == lock_id_))) {
         why = "lock.mdb was replaced or removed";
         return true;
     }

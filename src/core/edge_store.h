@@ -29,14 +29,25 @@ public:
 
     // Opens PATH (an environment directory) read-only, reclaims reader slots
     // of dead processes and checks the schema version. On failure returns
-    // null and says why in err.
+    // null and says why in err. Whenever a rebuild swaps another store in at
+    // PATH, the handle holds one store's lock file and data file, never a mix,
+    // and stale() compares with the identity of the files it opened; a store
+    // swapped in while it is being opened makes the open start again (a few
+    // times). Linux: opens through /proc/self/fd.
     static std::unique_ptr<EdgeStore> open(const std::string &path, std::string &err);
 
     // True, with the reason, when this handle must be closed and the store
     // opened again: its files were replaced or removed (a store made anew at
-    // the same path, or a deleted lock.mdb, which would hide this reader from
-    // the writer), or LMDB lost the map when it tried to grow it.
+    // the same path, a rebuild swapped in, or a deleted lock.mdb, which would
+    // hide this reader from the writer), or LMDB lost the map when it tried
+    // to grow it. Two stat() calls: for a periodic check, not per request.
     bool stale(std::string &why) const noexcept;
+
+    // Identity of a file, to tell when the store was replaced under us.
+    struct FileId {
+        unsigned long long dev = 0, ino = 0;
+        bool operator==(const FileId &o) const noexcept { return dev == o.dev && ino == o.ino; }
+    };
 
     // The newest snapshot, for one request: what it reads stays valid until
     // the next begin() or release(), so nothing is copied out.
@@ -107,17 +118,15 @@ public:
 
 private:
     EdgeStore() = default;
+    // How many times open() tries when the store is swapped under it.
+    static constexpr int kOpenAttempts = 5;
+    int open_env(const std::string &path, std::string &err);
     int begin() noexcept;
     bool newest() const noexcept;
     // key_slots' header and chunks as this snapshot has them, read once per
     // snapshot; chunk pointers point into the map and live as long as it.
     const KeySlotsHeader *slots_header(Snapshot::KeyLookup &problem) noexcept;
     const unsigned char *slots_chunk(uint64_t n) noexcept;
-
-    // Identity of a file, to tell when the store was replaced under us.
-    struct FileId {
-        unsigned long long dev = 0, ino = 0;
-    };
 
     MDB_env *env_ = nullptr;
     MDB_txn *txn_ = nullptr;  // reset between requests
@@ -126,7 +135,7 @@ private:
     uint64_t generation_ = 0;
     bool map_lost_ = false;   // a failed remap left the environment unusable
     std::string path_;
-    FileId data_id_, lock_id_;
+    FileId data_id_, lock_id_;  // of the files opened; lock_id_ 0: none
     MDB_dbi keys_by_hash_ = 0;
     MDB_dbi accounts_ = 0;
     MDB_dbi plans_ = 0;
