@@ -4,7 +4,8 @@
 // the stream ends, a publish) or a later one's (a publish, the read of the
 // stream); and the same bytes as a spent batch. Never a crash, an allocation past the bounds or a
 // hang; a batch that reads re-encodes to the same bytes; folding whatever
-// was accepted leaves a table every key can still be checked against.
+// was accepted leaves a table every key can still be checked against, and
+// no key more than two bursts in debt (the fold's bound).
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -74,7 +75,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (f == SharedExchange::Feed::kError && err.empty()) {
         __builtin_trap();
     }
-    (void)table.check(key, GcraParams::per_minute(60), kNow, lock, false);
+    // whatever the answer said, no key is more than two bursts in debt: the
+    // bound of one exchange (docs/shared-limits.md), 120 s at any rate
+    RateCheck after = table.check(key, GcraParams::per_minute(60), kNow, lock, false);
+    if (after.decision.reset_ns > 2 * kNanosPerMinute) __builtin_trap();
 
     std::string batch;
     if (read_spent_batch(in, [&](const SpentEntry &e) { append_spent(batch, e); })) {

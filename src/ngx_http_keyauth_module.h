@@ -35,6 +35,9 @@ typedef struct {
     ngx_atomic_t              folded;      /* other edges' key counts charged */
     ngx_atomic_t              unplaced;    /* ... not charged: zone too small */
     ngx_atomic_t              bad_entries;
+    ngx_atomic_t              capped;      /* keys charged the bound, not all
+                                              their entries said */
+    ngx_atomic_t              resyncs;     /* stream ids went backwards */
     ngx_atomic_t              bytes_sent;
     ngx_atomic_t              bytes_received;
 } ngx_http_keyauth_shared_stats_t;

@@ -648,6 +648,32 @@ ngx_http_keyauth_shared_done(void)
     (void) ngx_atomic_fetch_add(&zone->shared.folded, res.folded);
     (void) ngx_atomic_fetch_add(&zone->shared.unplaced, res.unplaced);
     (void) ngx_atomic_fetch_add(&zone->shared.bad_entries, res.bad_entries);
+    (void) ngx_atomic_fetch_add(&zone->shared.capped, res.capped);
+
+    if (res.resynced) {
+        /* the exchange worked, but what it read could not be trusted, and
+         * the reads before it found nothing that was there: say so until an
+         * exchange works again */
+        (void) ngx_atomic_fetch_add(&zone->shared.resyncs, 1);
+        zone->shared.up = 0;
+
+        if (!x->said_down) {
+            ngx_log_error(NGX_LOG_ERR, x->log, 0,
+                          "keyauth_shared_limits: %V: the ids of stream "
+                          "\"%V\" went backwards (%s): Redis's clock is "
+                          "behind them or the stream was lost, and other "
+                          "edges' entries were not read; reading again "
+                          "after this edge's newest entry",
+                          &x->kmcf->shared->url, &x->kmcf->shared->stream,
+                          err);
+            x->said_down = 1;
+            x->said_up = 0;
+        }
+
+        ngx_http_keyauth_shared_next(x->kmcf->shared->interval);
+        return;
+    }
+
     zone->shared.up = 1;
 
     if (!x->said_up) {
@@ -800,6 +826,14 @@ ngx_http_keyauth_shared_status(u_char *p, ngx_http_keyauth_zone_t *zone)
         "an unknown layout, skipped.\n"
         "# TYPE keyauth_shared_limits_bad_entries_total counter\n"
         "keyauth_shared_limits_bad_entries_total %uA\n"
+        "# HELP keyauth_shared_limits_capped_keys_total Keys whose charge "
+        "from one exchange was cut to what the fleet could have spent.\n"
+        "# TYPE keyauth_shared_limits_capped_keys_total counter\n"
+        "keyauth_shared_limits_capped_keys_total %uA\n"
+        "# HELP keyauth_shared_limits_resyncs_total Times the stream's ids "
+        "went backwards and reading started again.\n"
+        "# TYPE keyauth_shared_limits_resyncs_total counter\n"
+        "keyauth_shared_limits_resyncs_total %uA\n"
         "# HELP keyauth_shared_limits_sent_bytes_total Bytes sent to "
         "Redis.\n"
         "# TYPE keyauth_shared_limits_sent_bytes_total counter\n"
@@ -809,6 +843,7 @@ ngx_http_keyauth_shared_status(u_char *p, ngx_http_keyauth_zone_t *zone)
         "# TYPE keyauth_shared_limits_received_bytes_total counter\n"
         "keyauth_shared_limits_received_bytes_total %uA\n",
         zone->edge_id, s->up, s->exchanges, s->failures, s->published,
-        s->folded, s->unplaced, s->bad_entries, s->bytes_sent,
+        s->folded, s->unplaced, s->bad_entries, s->capped, s->resyncs,
+        s->bytes_sent,
         s->bytes_received);
 }

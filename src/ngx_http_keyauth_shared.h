@@ -34,7 +34,7 @@ void ngx_http_keyauth_shared_exit_process(ngx_cycle_t *cycle);
 
 /* keyauth_status's lines for the exchange: p has room for
  * NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN bytes. */
-#define NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN  (4096 + 10 * NGX_ATOMIC_T_LEN)
+#define NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN  (5120 + 12 * NGX_ATOMIC_T_LEN)
 u_char *ngx_http_keyauth_shared_status(u_char *p,
     ngx_http_keyauth_zone_t *zone);
 

@@ -251,6 +251,81 @@ subtest 'the stream in Redis expires on its own' => sub {
     ok defined $s && $s > 0 && $s <= 60, "of at most 60 s ($ttl)";
 };
 
+# A batch (docs/shared-limits.md) naming a key $times times.
+sub batch {
+    my ($key_id, $count, $rate, $times) = @_;
+    (my $hex = $key_id) =~ s/^key_//;
+    return chr(1) . (pack('H*', $hex) . pack('VV', $count, $rate)) x $times;
+}
+
+subtest 'a hostile stream charges a key at most a burst per exchange, two in all' => sub {
+    # whoever holds the ACL user writes well-formed entries: counts of 2^32-1
+    # at a rate of 1 a minute (each request a minute), the key 1,024 times an
+    # entry, under forged edge ids. Before the bound, a day of lockout.
+    my $victim = $a->key(account => $acc->{id}, rate => $RATE);
+    is get($edges[1], $victim->{secret})->{status}, 200, 'edge 1 serves the key';
+    my @capped = map { metric($_, 'keyauth_shared_limits_capped_keys_total') } @edges;
+    my $end = time + 2;    # entries over several exchanges
+    my ($i, $written) = (0, 0);
+    while (time < $end && $i < 40) {
+        $written++ if ($redis->command('XADD', 'keyauth:spent', '*', 'e', sprintf('%016x', 0xbad00 + $i++),
+                                       's', batch($victim->{id}, 0xffffffff, 1, 1024)) // '') =~ /^\$/;
+        sleep 0.05;
+    }
+    is $written, $i, "$i hostile entries written over 2 s";
+    for my $e (0 .. 2) {
+        ok wait_until(sub { metric($edges[$e], 'keyauth_shared_limits_capped_keys_total') > $capped[$e] }, 30,
+                      "edge $e capping"), "edge $e charged the bound, not what the entries said";
+        my $r = get($edges[$e], $victim->{secret});
+        is $r->{status}, 429, "edge $e refuses the key";
+        my $retry = KeyauthTest::header($r, 'Retry-After') // 0;
+        # two bursts ahead (120 s at its rate) less the burst tolerance
+        # (59.9 s): about 60 s, rounded up
+        cmp_ok $retry, '<=', 61, "edge $e: Retry-After $retry s, two bursts of debt at most (not a day)";
+    }
+    is get($edges[0], $bystander->{secret})->{status}, 200, 'another key is untouched';
+};
+
+subtest "Redis's ids go backwards: detected, counted, logged, and sharing resumes" => sub {
+    # an entry an hour ahead of Redis's clock, read by every edge; then the
+    # stream is lost (a failover to a host whose clock is behind, or expiry):
+    # the new entries' ids are below what every edge read last
+    my @folded = map { metric($_, 'keyauth_shared_limits_folded_keys_total') } @edges;
+    my $future = int(time + 3600) * 1000 . '-0';
+    like $redis->command('XADD', 'keyauth:spent', $future, 'e', 'ffffffffffffffff',
+                         's', batch('key_' . ('ab' x 12), 1, 600, 1)) // '', qr/^\$/, 'an entry an hour ahead';
+    for my $e (0 .. 2) {
+        ok wait_until(sub { metric($edges[$e], 'keyauth_shared_limits_folded_keys_total') > $folded[$e] }, 30,
+                      "edge $e reading it"), "edge $e read past it";
+    }
+    like $redis->command('DEL', 'keyauth:spent') // '', qr/^:1/, 'the stream is lost';
+    # every edge publishes (one request each): its entry's id tells
+    for my $e (0 .. 2) {
+        is get($edges[$e], $bystander->{secret})->{status}, 200, "edge $e serves a request";
+        ok wait_until(sub { (metric($edges[$e], 'keyauth_shared_limits_resyncs_total') // 0) >= 1 }, 30,
+                      "edge $e resyncing"), "edge $e counts the resync";
+        like $edges[$e]->error_log, qr/keyauth_shared_limits: redis:\/\/127\.0\.0\.1:\d+: the ids of stream "keyauth:spent" went backwards \(read up to \Q$future\E, now \d+-\d+\)/,
+            "edge $e says so in its error log";
+        ok wait_until(sub { (metric($edges[$e], 'keyauth_shared_limits_up') // 0) == 1 }, 30,
+                      "edge $e up"), "edge $e shares again (keyauth_shared_limits_up 1)";
+    }
+    # and sharing works: a key spent at edge 0 is refused at edge 2
+    my $fresh = $a->key(account => $acc->{id}, rate => $RATE);
+    my $admitted = 0;
+    for (1 .. 2000) {
+        last if get($edges[0], $fresh->{secret})->{status} == 429;
+        $admitted++;
+    }
+    cmp_ok $admitted, '>=', $RATE, "edge 0 admits the burst of $RATE";
+    my $before = 0;
+    ok wait_until(sub {
+        my $st = get($edges[2], $fresh->{secret})->{status};
+        $before++ if $st == 200;
+        return $st == 429;
+    }, 30, 'edge 2 refusing'), 'edge 2 refuses the key edge 0 spent';
+    cmp_ok $before, '<', $RATE / 4, "edge 2 admitted $before polls first, far from its own burst";
+};
+
 subtest 'a peer that is not Redis: refused, logged, and no worker is hurt' => sub {
     # the edge's own HTTP port answers HTTP to the pipeline
     my $odd = KeyauthTest->new;

@@ -26,9 +26,10 @@ struct Table : keyauth::testing::RateTableMemory {
     RateCheck check(const unsigned char *id, uint32_t rate, bool share, uint64_t now = kNow) {
         return table->check(id, GcraParams::per_minute(rate), now, lock, share);
     }
-    int admitted(const unsigned char *id, uint32_t rate, int tries, bool share) {
+    int admitted(const unsigned char *id, uint32_t rate, int tries, bool share,
+                 uint64_t now = kNow) {
         int n = 0;
-        for (int i = 0; i < tries; i++) n += check(id, rate, share).decision.allowed;
+        for (int i = 0; i < tries; i++) n += check(id, rate, share, now).decision.allowed;
         return n;
     }
     struct Spent {
@@ -69,19 +70,28 @@ TEST(SharedRateTable, CountsAdmittedRequestsOnlyWhenSharing) {
     EXPECT_TRUE(t.drain().empty()) << "a count is taken once";
 }
 
+// An honest fold: spent requests at rate, within one exchange's bound.
+bool fold(Table &t, const unsigned char *id, uint32_t spent, uint32_t rate, uint64_t now = kNow) {
+    GcraParams p = GcraParams::per_minute(rate);
+    FoldBound b = fold_bound(p, 0);
+    return t.table->fold(id, bounded_charge(spent, p, b, nullptr), b.ceiling_ns, now, t.lock);
+}
+
 TEST(SharedRateTable, FoldChargesAKeyNeverServedHere) {
     Table t;
-    t.table->fold(kKeyB, 10, GcraParams::per_minute(10), kNow, t.lock);
+    fold(t, kKeyB, 10, 10);
     RateCheck c = t.check(kKeyB, 10, true);
     EXPECT_FALSE(c.decision.allowed) << "another edge spent the whole burst";
     EXPECT_GE(c.decision.retry_after_ns, 5 * kNanosPerSecond);
     EXPECT_TRUE(t.drain().empty()) << "what another edge spent is not published again";
+    EXPECT_EQ(t.table->known_rate(kKeyB), 0u) << "a key only folded has no rate known here";
 }
 
 TEST(SharedRateTable, FoldTakesFromTheBurst) {
     Table t;
     EXPECT_EQ(t.admitted(kKeyA, 60, 10, true), 10);
-    t.table->fold(kKeyA, 30, GcraParams::per_minute(60), kNow, t.lock);
+    EXPECT_EQ(t.table->known_rate(kKeyA), 60u) << "the rate this edge admitted the key at";
+    fold(t, kKeyA, 30, 60);
     RateCheck c = t.check(kKeyA, 60, true);
     ASSERT_TRUE(c.decision.allowed);
     EXPECT_EQ(c.decision.remaining, 60u - 10 - 30 - 1);
@@ -91,19 +101,41 @@ TEST(SharedRateTable, FoldTakesFromTheBurst) {
     EXPECT_EQ(spent[0].spent, 60u - 30) << "only this edge's own admissions";
 }
 
-TEST(SharedRateTable, FoldOfAnAbsurdCountIsBounded) {
-    Table t;
-    EXPECT_TRUE(t.table->fold(kKeyA, UINT32_MAX, GcraParams::per_minute(1), kNow, t.lock));
-    RateCheck c = t.check(kKeyA, 1, true);
-    EXPECT_FALSE(c.decision.allowed);
-    EXPECT_EQ(c.decision.retry_after_ns, 120 * kNanosPerSecond)
-        << "twice the burst at most, whatever an entry claims";
-    // and however many entries claim it, never more than a day ahead
-    for (int i = 0; i < 2000; i++) {
-        t.table->fold(kKeyA, UINT32_MAX, GcraParams::per_minute(1), kNow, t.lock);
+TEST(SharedFoldBound, OneBurstPlusTheRefillSinceTheLastExchange) {
+    for (uint32_t rate : {1u, 7u, 60u, 600u, 100000u, UINT32_MAX}) {
+        GcraParams p = GcraParams::per_minute(rate);
+        const uint64_t burst_ns = p.tolerance_ns + p.interval_ns;  // b*T
+        EXPECT_LE(burst_ns, 60 * kNanosPerSecond) << rate;
+        EXPECT_GT(burst_ns, 55 * kNanosPerSecond) << rate;  // 60 s, rounded down per request
+        FoldBound b = fold_bound(p, 250'000'000);
+        EXPECT_EQ(b.allowance_ns, burst_ns + 250'000'000) << rate;
+        EXPECT_EQ(b.ceiling_ns, 2 * burst_ns) << rate;
+        EXPECT_EQ(fold_bound(p, 3600 * kNanosPerSecond).allowance_ns, 2 * burst_ns)
+            << "the refill is a burst's at most";
+        bool capped = true;
+        EXPECT_EQ(bounded_charge(1, p, b, &capped), p.interval_ns);
+        EXPECT_FALSE(capped);
+        EXPECT_EQ(bounded_charge(UINT64_MAX / 2, p, b, &capped), b.allowance_ns);
+        EXPECT_TRUE(capped);
+        const uint64_t most = b.allowance_ns / p.interval_ns;
+        EXPECT_EQ(bounded_charge(most, p, b, &capped), most * p.interval_ns);
+        EXPECT_FALSE(capped) << "exactly what the fleet could have spent is charged in full";
+        EXPECT_EQ(bounded_charge(most + 1, p, b, &capped), b.allowance_ns);
+        EXPECT_TRUE(capped);
     }
-    EXPECT_LE(t.check(kKeyA, 1, true).decision.retry_after_ns, 86'400 * kNanosPerSecond);
-    EXPECT_TRUE(t.table->fold(kKeyB, UINT32_MAX, GcraParams::per_minute(UINT32_MAX), kNow, t.lock));
+}
+
+TEST(SharedRateTable, FoldNeverLeavesAKeyMoreThanTwoBurstsInDebt) {
+    Table t;
+    GcraParams p = GcraParams::per_minute(600);
+    FoldBound b = fold_bound(p, kNanosPerSecond);
+    for (int i = 0; i < 2000; i++) {
+        EXPECT_TRUE(t.table->fold(kKeyA, b.allowance_ns, b.ceiling_ns, kNow, t.lock));
+    }
+    RateCheck c = t.check(kKeyA, 600, true);
+    EXPECT_FALSE(c.decision.allowed);
+    EXPECT_EQ(c.decision.reset_ns, b.ceiling_ns) << "two bursts ahead, not a day";
+    EXPECT_EQ(c.decision.retry_after_ns, b.ceiling_ns - p.tolerance_ns);
 }
 
 TEST(SharedRateTable, FoldNeverTakesALiveStateOfAnotherKey) {
@@ -113,11 +145,9 @@ TEST(SharedRateTable, FoldNeverTakesALiveStateOfAnotherKey) {
         std::memset(id, static_cast<int>(i), sizeof id);
         ASSERT_TRUE(t.check(id, 60, false).decision.allowed);  // live for a second
     }
-    EXPECT_FALSE(t.table->fold(kKeyA, 5, GcraParams::per_minute(60), kNow, t.lock))
+    EXPECT_FALSE(fold(t, kKeyA, 5, 60))
         << "another edge's key does not push out one this edge is limiting";
-    EXPECT_TRUE(t.table->fold(kKeyA, 5, GcraParams::per_minute(60), kNow + 2 * kNanosPerSecond,
-                              t.lock))
-        << "an idle state is taken";
+    EXPECT_TRUE(fold(t, kKeyA, 5, 60, kNow + 2 * kNanosPerSecond)) << "an idle state is taken";
 }
 
 TEST(SharedRateTable, AnEvictedKeyTakesItsCountAlong) {
@@ -205,13 +235,13 @@ struct Edge {
         s.password = password;
         return s;
     }
-    bool run(ExchangeResult &out, std::string &err) {
-        return keyauth::testing::exchange(fd, x, *t.table, kNow, t.lock, out, err);
+    bool run(ExchangeResult &out, std::string &err, uint64_t now = kNow) {
+        return keyauth::testing::exchange(fd, x, *t.table, now, t.lock, out, err);
     }
-    ExchangeResult run() {
+    ExchangeResult run(uint64_t now = kNow) {
         ExchangeResult out;
         std::string err;
-        EXPECT_TRUE(run(out, err)) << err;
+        EXPECT_TRUE(run(out, err, now)) << err;
         return out;
     }
     Table t;
@@ -360,4 +390,164 @@ TEST(SharedExchange, WhatIsNotRedisIsRefused) {
         f = x.feed(chunk.data(), chunk.size(), err);
     }
     EXPECT_EQ(f, SharedExchange::Feed::kError) << "an answer past the bound";
+}
+
+namespace {
+
+// A RESP command of binary-safe arguments.
+std::string resp(const std::vector<std::string> &args) {
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string &a : args) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    return out;
+}
+
+// A batch naming id `times` times, each with count spent at rate.
+std::string batch_of(const unsigned char *id, uint32_t spent, uint32_t rate, size_t times) {
+    std::string b;
+    SpentEntry e{};
+    std::memcpy(e.id, id, KA_ID_LEN);
+    e.spent = spent;
+    e.rate_per_minute = rate;
+    for (size_t i = 0; i < times; i++) append_spent(b, e);
+    return b;
+}
+
+constexpr uint64_t kInterval = 250'000'000;
+
+}  // namespace
+
+// Whoever can write the stream (a buggy edge, the ACL user's holder) writes
+// well-formed entries: huge counts, a rate of 1 (each request a minute) or
+// of 2^32-1, the same key a thousand times per entry, 127 entries at once
+// under forged edge ids. One exchange charges the key at most a burst plus
+// the refill since the previous exchange, at the rate this edge admits it
+// at; no number of exchanges leaves it more than two bursts in debt.
+TEST(SharedExchange, AHostileStreamChargesAKeyNoMoreThanTheBound) {
+    RedisServer redis;
+    Edge b(redis, 0xb);
+    b.run(kNow);
+    EXPECT_EQ(b.t.admitted(kKeyA, 600, 1, true), 1);  // b serves A at 600/min
+    b.run(kNow);                                       // published its one request
+
+    std::string hostile;
+    for (int i = 0; i < 127; i++) {
+        char tag[17];
+        std::snprintf(tag, sizeof tag, "%016x", 0xbad0 + i);
+        uint32_t rate = i % 3 == 0 ? 1 : i % 3 == 1 ? UINT32_MAX : 600;
+        hostile += resp({"XADD", "keyauth:spent", "*", "e", tag, "s",
+                         batch_of(kKeyA, UINT32_MAX, rate, kSpentBatchMaxKeys)});
+    }
+    ASSERT_EQ(redis.raw(hostile).substr(0, 1), "$");
+
+    const GcraParams p = GcraParams::per_minute(600);
+    const uint64_t burst_ns = p.tolerance_ns + p.interval_ns;  // b*T: 60 s
+    uint64_t now = kNow + kInterval;
+    ExchangeResult r = b.run(now);
+    EXPECT_EQ(r.entries, 127u);
+    EXPECT_EQ(r.folded, 1u) << "one charge per key and exchange, however many entries";
+    EXPECT_EQ(r.capped, 1u);
+    RateCheck c = b.t.check(kKeyA, 600, false, now);
+    EXPECT_FALSE(c.decision.allowed);
+    EXPECT_EQ(c.decision.reset_ns, burst_ns + kInterval)
+        << "a burst plus the refill of the 250 ms since the previous exchange";
+
+    // another key, unknown here, whose entries say it has a rate of 1: the
+    // bound is in the key's time (a burst, 60 s, whatever the rate)
+    ASSERT_EQ(redis.raw(resp({"XADD", "keyauth:spent", "*", "e", "00000000000bad00", "s",
+                              batch_of(kKeyB, UINT32_MAX, 1, 1)}))
+                  .substr(0, 1),
+              "$");
+    now += kInterval;
+    r = b.run(now);
+    EXPECT_EQ(r.folded, 1u);
+    EXPECT_EQ(r.capped, 1u);
+    c = b.t.check(kKeyB, 600, false, now);
+    EXPECT_FALSE(c.decision.allowed);
+    const GcraParams one = GcraParams::per_minute(1);
+    EXPECT_EQ(c.decision.reset_ns, one.tolerance_ns + one.interval_ns + kInterval);
+
+    // entries at every exchange: never more than two bursts ahead
+    for (int i = 0; i < 6; i++) {
+        ASSERT_EQ(redis.raw(resp({"XADD", "keyauth:spent", "*", "e", "00000000000bad00", "s",
+                                  batch_of(kKeyA, UINT32_MAX, 1, 1)}))
+                      .substr(0, 1),
+                  "$");
+        now += kInterval;
+        b.run(now);
+        c = b.t.check(kKeyA, 600, false, now);
+        ASSERT_LE(c.decision.reset_ns, 2 * burst_ns) << i;
+        ASSERT_LE(c.decision.retry_after_ns, burst_ns + p.interval_ns) << i;
+    }
+    EXPECT_EQ(c.decision.reset_ns, 2 * burst_ns);
+    // and once the entries stop, the key is back within a burst
+    now += c.decision.retry_after_ns;
+    b.run(now);
+    EXPECT_TRUE(b.t.check(kKeyA, 600, false, now).decision.allowed);
+}
+
+// Honest edges still charge each other in full: what one other edge admits
+// between two exchanges, up to its burst and refill, is charged whole.
+TEST(SharedExchange, HonestSpendingIsChargedInFull) {
+    RedisServer redis;
+    Edge a(redis, 0xa), b(redis, 0xb);
+    b.run(kNow);
+    EXPECT_EQ(a.t.admitted(kKeyA, 600, 700, true), 600);  // a's whole burst
+    a.run(kNow);
+    ExchangeResult r = b.run(kNow + kInterval);
+    EXPECT_EQ(r.folded, 1u);
+    EXPECT_EQ(r.capped, 0u);
+    RateCheck c = b.t.check(kKeyA, 600, true, kNow + kInterval);
+    EXPECT_FALSE(c.decision.allowed) << "b never served A; a spent its burst";
+    EXPECT_EQ(c.decision.reset_ns, 600 * GcraParams::per_minute(600).interval_ns)
+        << "as if a's 600 had been admitted at b when b heard of them";
+}
+
+// Redis's clock behind the ids an edge has read (a failover to a host whose
+// clock is behind, or an entry with an id in the future, then the stream
+// lost): a read from the last id finds nothing, ever. The edge sees its own
+// entry get a lower id, says so (resynced) and reads on after that entry.
+TEST(SharedExchange, IdsGoingBackwardsAreDetectedAndSharingResumes) {
+    RedisServer redis;
+    Edge a(redis, 0xa), b(redis, 0xb);
+    a.run();
+    b.run();
+    // an entry an hour ahead of Redis's clock: every edge reads past it
+    std::string future = std::to_string((static_cast<uint64_t>(time(nullptr)) + 3600) * 1000) + "-0";
+    ASSERT_EQ(redis.raw(resp({"XADD", "keyauth:spent", future, "e", "00000000000000ff", "s",
+                              batch_of(kKeyB, 1, 600, 1)}))
+                  .substr(0, 1),
+              "$");
+    EXPECT_EQ(a.run().folded, 1u);
+    EXPECT_EQ(b.run().folded, 1u);
+    EXPECT_EQ(b.x.last_id(), future);
+    // the stream is lost (expired, or a failover): new ids are now-ish
+    ASSERT_EQ(redis.raw(resp({"DEL", "keyauth:spent"})), ":1\r\n");
+
+    EXPECT_EQ(a.t.admitted(kKeyA, 600, 5, true), 5);
+    ExchangeResult r = a.run();
+    EXPECT_TRUE(r.resynced) << "a's own entry got an id below the last one read";
+    EXPECT_NE(r.resync_detail.find(future), std::string::npos) << r.resync_detail;
+    EXPECT_EQ(r.published, 1u);
+    EXPECT_FALSE(a.run().resynced) << "once";
+
+    // b publishes nothing, so it cannot tell at once; after a quiet while
+    // it asks for the newest id, and that tells
+    EXPECT_FALSE(b.run(kNow).resynced);
+    EXPECT_FALSE(b.run(kNow + SharedExchange::kQuietProbeNs).resynced);  // asks next time
+    r = b.run(kNow + SharedExchange::kQuietProbeNs + kInterval);
+    EXPECT_TRUE(r.resynced);
+    EXPECT_NE(r.resync_detail.find(future), std::string::npos) << r.resync_detail;
+    EXPECT_FALSE(b.run(kNow + SharedExchange::kQuietProbeNs + 2 * kInterval).resynced);
+
+    // sharing works again, both ways
+    EXPECT_EQ(a.t.admitted(kKeyA, 600, 7, true), 7);
+    a.run();
+    const uint64_t later = kNow + SharedExchange::kQuietProbeNs + 3 * kInterval;
+    r = b.run(later);
+    EXPECT_FALSE(r.resynced);
+    EXPECT_EQ(r.folded, 1u) << "b charges what a spent after the resync";
+    EXPECT_EQ(b.t.check(kKeyA, 600, false, later).decision.remaining, 600u - 7 - 1);
+    EXPECT_EQ(b.t.admitted(kKeyB, 600, 2, true, later), 2);
+    EXPECT_FALSE(b.run(later).resynced);
+    EXPECT_EQ(a.run().folded, 1u) << "and a charges what b spent";
 }

@@ -103,8 +103,13 @@ int ka_shared_finish(ka_shared_t *x, void *rate_table, uint64_t now_ns, const ka
         out->unplaced = r.unplaced;
         out->entries = r.entries;
         out->bad_entries = r.bad_entries;
+        out->capped = r.capped;
         out->more = r.more;
-        if (ok) return 0;
+        out->resynced = r.resynced;
+        if (ok) {
+            if (r.resynced) say(err, err_len, r.resync_detail);
+            return 0;
+        }
         say(err, err_len, why);
     } catch (const std::exception &e) {
         say(err, err_len, std::string("cannot fold Redis's answer: ") + e.what());

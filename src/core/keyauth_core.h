@@ -184,7 +184,11 @@ typedef struct {
     size_t  unplaced;     /* ... not charged: the zone had no idle slot */
     size_t  entries;      /* stream entries read */
     size_t  bad_entries;  /* entries of an unknown layout, skipped */
+    size_t  capped;       /* keys whose charge was cut to the bound */
     int     more;         /* more entries wait: exchange again at once */
+    int     resynced;     /* the stream's ids went backwards: sharing was not
+                             working until now; reading resumes after this
+                             edge's newest entry (err says what was seen) */
 } ka_shared_result_t;
 
 /* A random 64-bit id (OpenSSL RAND_bytes): an edge's tag on its entries. */
@@ -209,7 +213,8 @@ int ka_shared_feed(ka_shared_t *x, const char *data, size_t len, char *err,
     size_t err_len);
 
 /* After ka_shared_feed returned 1: folds what other edges spent. -1 with err
- * filled if Redis refused a command or answered out of shape. */
+ * filled if Redis refused a command or answered out of shape; 0 otherwise,
+ * with err filled if out->resynced. */
 int ka_shared_finish(ka_shared_t *x, void *rate_table, uint64_t now_ns,
     const ka_lock_t *lock, ka_shared_result_t *out, char *err,
     size_t err_len);

@@ -179,16 +179,20 @@ size_t RateTable::drain(SpentVisitor visit, void *data) {
     return keys;
 }
 
-bool RateTable::fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
+uint32_t RateTable::known_rate(const unsigned char id[KA_ID_LEN]) const noexcept {
+    const SlotId key = SlotId::of(id);
+    Slot *s = shm_slots::find(slots_of(this), header(this)->slots, kProbe, key);
+    if (s == nullptr) return 0;
+    const uint32_t rate = __atomic_load_n(&s->rate, __ATOMIC_ACQUIRE);
+    return shm_slots::matches(*s, key) ? rate : 0;
+}
+
+bool RateTable::fold(const unsigned char id[KA_ID_LEN], uint64_t charge, uint64_t ceiling_ns,
                      uint64_t now, const RateLock &lock) noexcept {
     Header *h = header(this);
     Slot *slots = slots_of(this);
     const SlotId key = SlotId::of(id);
-    // bounded, whatever a peer claims: an edge admits at most its burst and
-    // a refill between two exchanges, so twice the burst; and a day ahead
-    const uint64_t charge =
-        std::min<uint64_t>(spent, 2 * static_cast<uint64_t>(params.limit)) * params.interval_ns;
-    const uint64_t ceiling = now + 86400 * kNanosPerSecond;
+    const uint64_t ceiling = now + ceiling_ns;
 
     Slot *s = shm_slots::find(slots, h->slots, kProbe, key);
     bool locked = false;

@@ -54,15 +54,20 @@ public:
     // the counts taken before are then lost, the others stay.
     size_t drain(SpentVisitor visit, void *data);
 
-    // Charges requests another edge admitted: the key's TAT moves on by
-    // spent intervals from max(TAT, now), as if they had been admitted here
-    // now, without a limit check (they were served already). At most twice
-    // the burst is charged at once, and TAT never goes past a day ahead, so
-    // no entry can lock a key for longer. A key without a slot gets one (an
-    // edge learns of a key it has not served) unless that would reuse a live
-    // state of another key: then false, nothing charged (the zone is too
-    // small for the fleet's keys).
-    bool fold(const unsigned char id[KA_ID_LEN], uint32_t spent, const GcraParams &params,
+    // The key's effective rate at this edge's latest admission of it while
+    // sharing (what drain() publishes beside the count), or 0 if this edge
+    // has no such admission in the key's state (it has not served the key).
+    uint32_t known_rate(const unsigned char id[KA_ID_LEN]) const noexcept;
+
+    // Charges what other edges admitted, already bounded by the caller
+    // (shared_exchange.cc, docs/shared-limits.md): the key's TAT moves on by
+    // charge_ns from max(TAT, now), as if those requests had been admitted
+    // here now, without a limit check (they were served already), but never
+    // past now + ceiling_ns (a TAT already past it is left as it is). A key
+    // without a slot gets one (an edge learns of a key it has not served)
+    // unless that would reuse a live state of another key: then false,
+    // nothing charged (the zone is too small for the fleet's keys).
+    bool fold(const unsigned char id[KA_ID_LEN], uint64_t charge_ns, uint64_t ceiling_ns,
               uint64_t now_ns, const RateLock &lock) noexcept;
 
 private:

@@ -93,21 +93,32 @@ bool is_text(const redisReply *r) {
     return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
 }
 
-// "<ms>-<seq>", both decimal; ms out if given.
-bool valid_id(std::string_view id, uint64_t *ms = nullptr) {
+struct StreamId {
+    uint64_t ms = 0;
+    uint64_t seq = 0;
+    bool operator<=(const StreamId &o) const noexcept {
+        return ms < o.ms || (ms == o.ms && seq <= o.seq);
+    }
+};
+
+// "<ms>-<seq>", both decimal u64 (Redis's own bounds); the parts out if given.
+bool valid_id(std::string_view id, StreamId *out = nullptr) {
     if (id.empty() || id.size() > SharedExchange::kMaxIdLen) return false;
     size_t dash = id.find('-');
     if (dash == 0 || dash == std::string_view::npos || dash + 1 == id.size() || dash > 20 ||
         id.size() - dash - 1 > 20) {
         return false;
     }
-    uint64_t v = 0;
+    uint64_t part[2] = {0, 0};
     for (size_t i = 0; i < id.size(); i++) {
         if (i == dash) continue;
         if (id[i] < '0' || id[i] > '9') return false;
-        if (i < dash) v = v * 10 + static_cast<uint64_t>(id[i] - '0');
+        uint64_t &v = part[i < dash ? 0 : 1];
+        const uint64_t digit = static_cast<uint64_t>(id[i] - '0');
+        if (v > (UINT64_MAX - digit) / 10) return false;
+        v = v * 10 + digit;
     }
-    if (ms) *ms = v;
+    if (out) *out = StreamId{part[0], part[1]};
     return true;
 }
 
@@ -122,6 +133,21 @@ std::string redis_error(const char *what, const redisReply *r) {
 }  // namespace
 
 struct SharedExchange::Budget : ReplyBudget {};
+
+FoldBound fold_bound(const GcraParams &params, uint64_t since_last_ns) noexcept {
+    // b*T: the time the key's burst takes at its rate (60 s when the burst
+    // is the rate per minute, whatever the rate)
+    const uint64_t burst_ns = params.tolerance_ns + params.interval_ns;
+    return FoldBound{burst_ns + std::min(since_last_ns, burst_ns), 2 * burst_ns};
+}
+
+uint64_t bounded_charge(uint64_t requests, const GcraParams &params, const FoldBound &bound,
+                        bool *capped) noexcept {
+    const uint64_t t = std::max<uint64_t>(params.interval_ns, 1);
+    const bool cut = requests > bound.allowance_ns / t;
+    if (capped) *capped = cut;
+    return cut ? bound.allowance_ns : requests * t;
+}
 
 SharedExchange::SharedExchange(SharedSettings settings)
     : settings_(std::move(settings)), budget_(std::make_unique<Budget>()) {
@@ -138,6 +164,12 @@ SharedExchange::~SharedExchange() {
 void SharedExchange::reset() noexcept {
     authenticated_ = false;
     last_id_.clear();
+    last_added_.clear();
+    last_exchange_ns_ = 0;
+    read_.clear();
+    resync_to_.clear();
+    quiet_since_ns_ = 0;
+    probe_ = false;
     clear_replies();
     expected_.clear();
     request_.clear();
@@ -183,9 +215,14 @@ void SharedExchange::begin(RateTable &table) {
         }
     }
 
-    // where reading starts: the newest entry now (the stream may be empty)
-    if (last_id_.empty()) add_command({"XREVRANGE", settings_.stream, "+", "-", "COUNT", "1"},
-                                      Expect::kLatest);
+    // where reading starts: the newest entry now (the stream may be empty);
+    // or, after a quiet while, whether the newest entry is below the last
+    // one read
+    if (last_id_.empty() || probe_) {
+        add_command({"XREVRANGE", settings_.stream, "+", "-", "COUNT", "1"},
+                    last_id_.empty() ? Expect::kLatest : Expect::kProbe);
+    }
+    probe_ = false;
 
     std::vector<std::string> batches;
     struct Collect {
@@ -270,6 +307,7 @@ SharedExchange::Feed SharedExchange::feed(const char *data, size_t len, std::str
 bool SharedExchange::finish(RateTable &table, uint64_t now_ns, const RateLock &lock,
                             ExchangeResult &out, std::string &err) {
     out = ExchangeResult{};
+    read_.clear();
     if (replies_.size() != expected_.size()) {
         err = "the exchange is not complete";
         return false;
@@ -292,8 +330,18 @@ bool SharedExchange::finish(RateTable &table, uint64_t now_ns, const RateLock &l
         case Expect::kLatest:
             ok = take_latest(r, err);
             break;
+        case Expect::kProbe: {
+            std::string newest;
+            StreamId n{}, read{};
+            ok = take_latest(r, err, &newest);
+            if (ok && !newest.empty() && valid_id(newest, &n) && valid_id(last_id_, &read) &&
+                n <= read && !(read <= n)) {
+                backwards(newest, out);
+            }
+            break;
+        }
         case Expect::kAdd:
-            ok = take_added(r, err);
+            ok = take_added(r, out, err);
             break;
         case Expect::kExpire:
             if (r->type != REDIS_REPLY_INTEGER) {
@@ -307,13 +355,38 @@ bool SharedExchange::finish(RateTable &table, uint64_t now_ns, const RateLock &l
             break;
         }
     }
-    if (ok) out.published = drained_;
+    if (ok && out.resynced) {
+        // the read went from an id the stream's new entries are below: what
+        // it brought (if anything) is read again from after this edge's
+        // newest entry, and charged then
+        last_id_ = resync_to_;
+        out.more = false;
+        out.entries = 0;
+        out.bad_entries = 0;
+        read_.clear();
+    }
+    if (ok) {
+        fold_read(table, now_ns, lock, out);
+        out.published = drained_;
+        last_exchange_ns_ = now_ns;
+        // an edge that publishes finds ids gone backwards by its own entry;
+        // one that only reads, and reads nothing for a while, asks
+        if (out.entries > 0 || drained_ > 0 || out.resynced || quiet_since_ns_ == 0) {
+            quiet_since_ns_ = now_ns;
+        } else if (now_ns - quiet_since_ns_ >= kQuietProbeNs) {
+            probe_ = true;
+            quiet_since_ns_ = now_ns;
+        }
+    }
+    read_.clear();
     clear_replies();
     expected_.clear();
     return ok;
 }
 
-bool SharedExchange::take_latest(const redisReply *r, std::string &err) {
+// The newest entry's id: where reading starts (newest null), or what a
+// probe found (newest out; empty: no stream).
+bool SharedExchange::take_latest(const redisReply *r, std::string &err, std::string *newest) {
     if (r->type == REDIS_REPLY_ERROR) {
         err = redis_error("XREVRANGE", r);
         return false;
@@ -323,7 +396,7 @@ bool SharedExchange::take_latest(const redisReply *r, std::string &err) {
         return false;
     }
     if (r->elements == 0) {
-        last_id_ = "0-0";  // an empty stream: read it from its start
+        if (newest == nullptr) last_id_ = "0-0";  // an empty stream: read it from its start
         return true;
     }
     const redisReply *entry = r->element[0];
@@ -332,28 +405,54 @@ bool SharedExchange::take_latest(const redisReply *r, std::string &err) {
         err = "XREVRANGE: not a stream entry";
         return false;
     }
-    last_id_.assign(text_of(entry->element[0]));
+    if (newest) {
+        newest->assign(text_of(entry->element[0]));
+    } else {
+        last_id_.assign(text_of(entry->element[0]));
+    }
     return true;
 }
 
-bool SharedExchange::take_added(const redisReply *r, std::string &err) {
-    uint64_t ms = 0;
+// The stream's ids went backwards: id (an entry of now) is not above the
+// last one read. Reading resumes after the newest such entry seen.
+void SharedExchange::backwards(std::string_view id, ExchangeResult &out) {
+    if (!out.resynced) {
+        out.resync_detail = "read up to " + (last_id_.empty() ? std::string("-") : last_id_) +
+                            ", now " + std::string(id);
+    }
+    out.resynced = true;
+    resync_to_.assign(id);
+}
+
+bool SharedExchange::take_added(const redisReply *r, ExchangeResult &out, std::string &err) {
+    StreamId id;
     if (r->type == REDIS_REPLY_ERROR) {
         err = redis_error("XADD", r);
         return false;
     }
-    if (!is_text(r) || !valid_id(text_of(r), &ms)) {
+    if (!is_text(r) || !valid_id(text_of(r), &id)) {
         err = "XADD: not a stream entry id";
         return false;
     }
+    // A stream's ids only grow: an entry added now is above every entry read
+    // and added before, unless the stream was lost and made again by a Redis
+    // whose clock is behind them (a failover, a clock stepped back while the
+    // stream expired, an entry with an id in the future). Then a read from
+    // the last id finds nothing, ever: resynchronise after this entry.
+    StreamId read{}, added{};
+    if ((!last_id_.empty() && valid_id(last_id_, &read) && id <= read) ||
+        (!last_added_.empty() && valid_id(last_added_, &added) && id <= added)) {
+        backwards(text_of(r), out);
+    }
+    last_added_.assign(text_of(r));
     // Redis's clock, not this host's: the next publish trims what is older
     // than a minute
-    trim_before_ms_ = ms > static_cast<uint64_t>(kRetentionMs) ? ms - kRetentionMs : 0;
+    trim_before_ms_ = id.ms > static_cast<uint64_t>(kRetentionMs) ? id.ms - kRetentionMs : 0;
     return true;
 }
 
-bool SharedExchange::take_read(const redisReply *r, RateTable &table, uint64_t now_ns,
-                               const RateLock &lock, ExchangeResult &out, std::string &err) {
+bool SharedExchange::take_read(const redisReply *r, RateTable &, uint64_t, const RateLock &,
+                               ExchangeResult &out, std::string &err) {
     if (r->type == REDIS_REPLY_ERROR) {
         err = redis_error("XREAD", r);
         return false;
@@ -368,14 +467,13 @@ bool SharedExchange::take_read(const redisReply *r, RateTable &table, uint64_t n
     }
     const redisReply *entries = r->element[0]->element[1];
     for (size_t i = 0; i < entries->elements; i++) {
-        if (!take_entry(entries->element[i], table, now_ns, lock, out, err)) return false;
+        if (!take_entry(entries->element[i], out, err)) return false;
     }
     out.more = entries->elements >= kReadCount;
     return true;
 }
 
-bool SharedExchange::take_entry(const redisReply *entry, RateTable &table, uint64_t now_ns,
-                                const RateLock &lock, ExchangeResult &out, std::string &err) {
+bool SharedExchange::take_entry(const redisReply *entry, ExchangeResult &out, std::string &err) {
     if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
         !is_text(entry->element[0]) || !valid_id(text_of(entry->element[0])) ||
         entry->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -402,14 +500,55 @@ bool SharedExchange::take_entry(const redisReply *entry, RateTable &table, uint6
     if (text_of(edge) == edge_tag_) return true;  // this edge's own
 
     bool valid = read_spent_batch(text_of(batch), [&](const SpentEntry &e) {
-        if (table.fold(e.id, e.spent, GcraParams::per_minute(e.rate_per_minute), now_ns, lock)) {
+        Spent s;
+        std::memcpy(s.id, e.id, KA_ID_LEN);
+        s.spent = e.spent;
+        s.rate = e.rate_per_minute;
+        read_.push_back(s);
+    });
+    if (!valid) out.bad_entries++;
+    return true;
+}
+
+// Every key of the read is charged once, with what all its entries say
+// (however many there are), at its rate as this edge knows it, and cut to
+// fold_bound: no entry, nor any number of them, charges a key more than the
+// fleet could have admitted since the previous exchange.
+void SharedExchange::fold_read(RateTable &table, uint64_t now_ns, const RateLock &lock,
+                               ExchangeResult &out) {
+    if (read_.empty()) return;
+    std::sort(read_.begin(), read_.end(), [](const Spent &a, const Spent &b) {
+        return std::memcmp(a.id, b.id, KA_ID_LEN) < 0;
+    });
+    const uint64_t since_last =
+        last_exchange_ns_ != 0 && now_ns > last_exchange_ns_ ? now_ns - last_exchange_ns_ : 0;
+    for (size_t i = 0; i < read_.size();) {
+        size_t end = i;
+        uint64_t requests = 0;
+        uint32_t claimed_rate = 0;
+        for (; end < read_.size() && std::memcmp(read_[end].id, read_[i].id, KA_ID_LEN) == 0;
+             end++) {
+            requests += read_[end].spent;
+            claimed_rate = std::max(claimed_rate, read_[end].rate);
+        }
+        // the rate this edge admitted the key at; else (it has not served
+        // it) the entries' own, the most lenient of them if they differ: an
+        // entry's rate can only make the key's charge smaller than honest
+        // entries would, never larger than the bound
+        uint32_t rate = table.known_rate(read_[i].id);
+        if (rate == 0) rate = claimed_rate;
+        const GcraParams params = GcraParams::per_minute(rate);
+        const FoldBound bound = fold_bound(params, since_last);
+        bool capped = false;
+        const uint64_t charge = bounded_charge(requests, params, bound, &capped);
+        if (capped) out.capped++;
+        if (table.fold(read_[i].id, charge, bound.ceiling_ns, now_ns, lock)) {
             out.folded++;
         } else {
             out.unplaced++;
         }
-    });
-    if (!valid) out.bad_entries++;
-    return true;
+        i = end;
+    }
 }
 
 }  // namespace keyauth

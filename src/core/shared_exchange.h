@@ -9,6 +9,14 @@
 // Stream (docs/shared-limits.md): XADD <stream> [MINID ~ <now-60s>] * e
 // <edge id, 16 hex> s <spent batch>; EXPIRE <stream> 60 after each publish,
 // so an idle fleet leaves nothing behind. Needs Redis >= 6.2 (MINID).
+//
+// Whatever the stream holds, one exchange charges a key at most what the
+// fleet, sharing one limit, could have admitted since the previous exchange:
+// a burst plus the refill, at the key's rate as this edge knows it (fold_bound
+// below), and never leaves it more than two bursts in debt. Stream ids that go
+// backwards (Redis's clock behind, the stream lost) are detected at the next
+// publish, or by asking for the newest id after kQuietProbeNs of empty reads,
+// and the read resynchronised (ExchangeResult::resynced).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "gcra.h"
+#include "keyauth_schema.h"
 #include "rate_table.h"
 
 struct redisReader;
@@ -37,8 +47,32 @@ struct ExchangeResult {
     size_t unplaced = 0;     // ... not charged: no room in the zone but live states
     size_t entries = 0;      // stream entries read, this edge's own included
     size_t bad_entries = 0;  // entries of an unknown layout: skipped
+    size_t capped = 0;       // keys whose charge was cut to fold_bound's
     bool more = false;       // the read stopped at its count: exchange again now
+    // the stream's ids went backwards: this edge's newest entry got an id not
+    // above the last one it read (Redis's clock is behind the ids read, or
+    // the stream was lost); this read was not charged, and reading goes on
+    // after that entry. Sharing was not working until now.
+    bool resynced = false;
+    std::string resync_detail;  // "read up to <id>, added <id>"
 };
+
+// The most one exchange charges a key (docs/shared-limits.md, "What a wrong
+// Redis can do"), in the key's time at params (its rate as this edge knows
+// it: b = burst, T = interval): one burst plus what the key refills in
+// since_last_ns, the time since the previous exchange, itself at most a
+// burst's worth: allowance = b*T + min(since_last, b*T). After the fold the
+// key's TAT is at most now + ceiling = now + 2*b*T.
+struct FoldBound {
+    uint64_t allowance_ns;
+    uint64_t ceiling_ns;
+};
+FoldBound fold_bound(const GcraParams &params, uint64_t since_last_ns) noexcept;
+
+// The charge of `requests` at params, cut to the allowance; *capped says
+// whether it was cut.
+uint64_t bounded_charge(uint64_t requests, const GcraParams &params, const FoldBound &bound,
+                        bool *capped) noexcept;
 
 class SharedExchange {
 public:
@@ -50,6 +84,9 @@ public:
                                                            // 1,500 in a full one)
     static constexpr int64_t kRetentionMs = 60000;         // the stream keeps a minute
     static constexpr size_t kMaxIdLen = 41;                // "<ms>-<seq>", two u64
+    // an edge that neither publishes nor reads anything for this long asks
+    // for the stream's newest id once: ids gone backwards show there too
+    static constexpr uint64_t kQuietProbeNs = 5'000'000'000ULL;
 
     explicit SharedExchange(SharedSettings settings);
     ~SharedExchange();
@@ -80,16 +117,23 @@ public:
     const std::string &last_id() const noexcept { return last_id_; }
 
 private:
-    enum class Expect { kAuth, kLatest, kAdd, kExpire, kRead };
+    struct Spent {  // one key's count in one entry of the read
+        unsigned char id[KA_ID_LEN];
+        uint32_t spent;
+        uint32_t rate;
+    };
+    void fold_read(RateTable &table, uint64_t now_ns, const RateLock &lock, ExchangeResult &out);
+
+    enum class Expect { kAuth, kLatest, kProbe, kAdd, kExpire, kRead };
 
     void add_command(const std::vector<std::string> &args, Expect expect);
     void clear_replies() noexcept;
-    bool take_latest(const redisReply *r, std::string &err);
-    bool take_added(const redisReply *r, std::string &err);
+    bool take_latest(const redisReply *r, std::string &err, std::string *newest = nullptr);
+    void backwards(std::string_view id, ExchangeResult &out);
+    bool take_added(const redisReply *r, ExchangeResult &out, std::string &err);
     bool take_read(const redisReply *r, RateTable &table, uint64_t now_ns, const RateLock &lock,
                    ExchangeResult &out, std::string &err);
-    bool take_entry(const redisReply *entry, RateTable &table, uint64_t now_ns,
-                    const RateLock &lock, ExchangeResult &out, std::string &err);
+    bool take_entry(const redisReply *entry, ExchangeResult &out, std::string &err);
 
     struct Budget;  // what the reply parser may still allocate
 
@@ -99,6 +143,14 @@ private:
     bool authenticated_ = false;
     std::string last_id_;        // the newest entry read; empty: not known yet
     uint64_t trim_before_ms_ = 0;  // MINID of the next XADD; 0: none yet
+    std::string last_added_;     // this edge's newest entry; empty: none on
+                                 // this connection yet
+    uint64_t last_exchange_ns_ = 0;  // when the previous exchange finished
+                                     // (0: none on this connection)
+    std::vector<Spent> read_;    // the read's counts, folded per key
+    std::string resync_to_;      // where reading resumes after a resync
+    uint64_t quiet_since_ns_ = 0;  // nothing published nor read since
+    bool probe_ = false;         // the next exchange asks for the newest id
 
     std::string request_;
     size_t drained_ = 0;
