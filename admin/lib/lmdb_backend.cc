@@ -21,7 +21,6 @@ namespace {
 // Readers of old and new nginx workers overlap during a reload.
 constexpr unsigned kMaxReaders = 1024;
 constexpr mode_t kDirMode = LmdbBackend::kDirMode;
-constexpr mode_t kDataMode = LmdbBackend::kDataMode;
 constexpr mode_t kLockMode = LmdbBackend::kLockMode;
 
 bool exists(const std::string &path) {
