@@ -124,6 +124,39 @@ static_assert(offsetof(struct ka_key_record_v2, rolled_from) == 76, "layout");
 static_assert(offsetof(struct ka_key_record_v2, rolled_to) == 88, "layout");
 static_assert(sizeof(struct ka_key_record_v2) == KA_KEY_RECORD_V2_HEAD, "layout");
 
+/* ---- quotas (plans, accounts and keys) ---------------------------------- */
+
+/* A quota's period: calendar UTC (a day from 00:00, a month from the 1st,
+ * 00:00), or total credits that never refill (keys only). */
+enum ka_quota_period {
+    KA_QUOTA_NONE  = 0,  /* no quota: unlimited */
+    KA_QUOTA_DAY   = 1,
+    KA_QUOTA_MONTH = 2,
+    KA_QUOTA_TOTAL = 3
+};
+
+/* Units of a quota: 1 .. KA_QUOTA_UNITS_MAX (the edge's ledger keeps a
+ * period's use in 48 bits beside the period's tag, see SCHEMA.md). */
+#define KA_QUOTA_UNITS_MAX ((((uint64_t) 1) << 48) - 1)
+
+/* Layout 3 (written for a key with its own quota; others stay layout 2):
+ * the v2 head with version 3, then the quota, then the same tail. Such a key
+ * is never inline in key_slots. */
+#define KA_KEY_RECORD_V3 3u
+
+struct ka_key_record_v3 {
+    struct ka_key_record_v2 head;  /* head.head.version = KA_KEY_RECORD_V3 */
+    uint8_t  quota_period;           /* enum ka_quota_period, never NONE */
+    uint8_t  reserved[7];            /* 0 */
+    uint64_t quota_units;
+};
+
+#define KA_KEY_RECORD_V3_HEAD 120
+
+static_assert(offsetof(struct ka_key_record_v3, quota_period) == 104, "layout");
+static_assert(offsetof(struct ka_key_record_v3, quota_units) == 112, "layout");
+static_assert(sizeof(struct ka_key_record_v3) == KA_KEY_RECORD_V3_HEAD, "layout");
+
 /* ---- account record (accounts value) ----------------------------------- */
 
 #define KA_ACCOUNT_RECORD_V1 1u
@@ -179,6 +212,37 @@ static_assert(offsetof(struct ka_account_record_v2, live_keys) == 20, "layout");
 static_assert(offsetof(struct ka_account_record_v2, allowed_scopes_bytes) == 24, "layout");
 static_assert(offsetof(struct ka_account_record_v2, allowed_scope_count) == 26, "layout");
 static_assert(sizeof(struct ka_account_record_v2) == KA_ACCOUNT_RECORD_V2_HEAD, "layout");
+
+/* Layout 3 (every writer since plans carry entitlements): an account may be
+ * on a plan. Fixed head; followed by the name, the allowed scopes (as in
+ * layout 2), then plan_id_len bytes of plan id. A value whose override bit
+ * is clear follows the plan's entitlement when the account has a plan and
+ * the plan states it; otherwise the account's own value applies. */
+#define KA_ACCOUNT_RECORD_V3 3u
+
+enum ka_account_override {
+    KA_OVERRIDE_RATE     = 1,  /* entitlement_rpm */
+    KA_OVERRIDE_MAX_KEYS = 2,  /* max_keys */
+    KA_OVERRIDE_QUOTA    = 4   /* quota_period, quota_units */
+};
+
+struct ka_account_record_v3 {
+    struct ka_account_record_v2 head;  /* head.head.version = KA_ACCOUNT_RECORD_V3 */
+    uint8_t  overrides;            /* enum ka_account_override bits */
+    uint8_t  quota_period;         /* KA_QUOTA_NONE, DAY or MONTH */
+    uint8_t  plan_id_len;          /* 0: no plan */
+    uint8_t  reserved8;            /* 0 */
+    uint32_t reserved32;           /* 0 */
+    uint64_t quota_units;          /* 0 when quota_period is NONE */
+};
+
+#define KA_ACCOUNT_RECORD_V3_HEAD 48
+
+static_assert(offsetof(struct ka_account_record_v3, overrides) == 32, "layout");
+static_assert(offsetof(struct ka_account_record_v3, quota_period) == 33, "layout");
+static_assert(offsetof(struct ka_account_record_v3, plan_id_len) == 34, "layout");
+static_assert(offsetof(struct ka_account_record_v3, quota_units) == 40, "layout");
+static_assert(sizeof(struct ka_account_record_v3) == KA_ACCOUNT_RECORD_V3_HEAD, "layout");
 
 /* ---- console token record (console_tokens value) ----------------------- */
 
@@ -236,6 +300,37 @@ static_assert(offsetof(struct ka_plan_record_v1, price_paise) == 8, "layout");
 static_assert(offsetof(struct ka_plan_record_v1, name_len) == 16, "layout");
 static_assert(sizeof(struct ka_plan_record_v1) == KA_PLAN_RECORD_HEAD, "layout");
 
+/* Layout 2 (every writer since plans carry entitlements): the v1 head with
+ * version 2, then what the plan entitles an account to, then the same tail.
+ * A value whose bit is clear is not stated by the plan. */
+#define KA_PLAN_RECORD_V2 2u
+
+enum ka_plan_entitlement {
+    KA_PLAN_STATES_RATE     = 1,
+    KA_PLAN_STATES_MAX_KEYS = 2,
+    KA_PLAN_STATES_QUOTA    = 4   /* quota_period NONE: unlimited */
+};
+
+struct ka_plan_record_v2 {
+    struct ka_plan_record_v1 head; /* head.version = KA_PLAN_RECORD_V2 */
+    uint8_t  states;               /* enum ka_plan_entitlement bits */
+    uint8_t  quota_period;         /* KA_QUOTA_NONE, DAY or MONTH */
+    uint16_t reserved16;           /* 0 */
+    uint32_t rate_rpm;
+    uint32_t max_keys;
+    uint32_t reserved32;           /* 0 */
+    uint64_t quota_units;          /* 0 when quota_period is NONE */
+};
+
+#define KA_PLAN_RECORD_V2_HEAD 48
+
+static_assert(offsetof(struct ka_plan_record_v2, states) == 24, "layout");
+static_assert(offsetof(struct ka_plan_record_v2, quota_period) == 25, "layout");
+static_assert(offsetof(struct ka_plan_record_v2, rate_rpm) == 28, "layout");
+static_assert(offsetof(struct ka_plan_record_v2, max_keys) == 32, "layout");
+static_assert(offsetof(struct ka_plan_record_v2, quota_units) == 40, "layout");
+static_assert(sizeof(struct ka_plan_record_v2) == KA_PLAN_RECORD_V2_HEAD, "layout");
+
 /* ---- exchange rate (meta "fx_usd_inr") ----------------------------------- */
 
 #define KA_FX_RECORD_V1 1u
@@ -281,6 +376,9 @@ static_assert(sizeof(struct ka_fx_record_v1) == KA_FX_RECORD_SIZE, "layout");
 #define KA_USAGE_META_EDGE_ID "edge_id" /* 12 random bytes, made at first open */
 #define KA_USAGE_EDGE_ID_LEN 12
 #define KA_USAGE_KEY_LEN     (2 * KA_ID_LEN)
+/* The quota ledger (src/core/quota_ledger.h, SCHEMA.md): a file in the
+ * usage environment's directory, mapped shared by every nginx worker. */
+#define KA_QUOTA_LEDGER_FILE "quota.ledger"
 
 #define KA_USAGE_RECORD_V1 1u
 

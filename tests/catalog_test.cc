@@ -20,7 +20,14 @@ using nlohmann::json;
 namespace {
 
 PlanRecord plan(const std::string &id, uint64_t paise, int32_t order, bool popular = false) {
-    return PlanRecord{id, "Plan " + id, paise, {"100 pages", "30 days of support"}, popular, order};
+    PlanRecord p;
+    p.id = id;
+    p.name = "Plan " + id;
+    p.price_paise = paise;
+    p.features = {"100 pages", "30 days of support"};
+    p.popular = popular;
+    p.sort_order = order;
+    return p;
 }
 
 std::string seed_text() {

@@ -107,8 +107,19 @@ TEST_F(EtcdBackendTest, TheStoresRulesHoldOnEtcd) {
     EXPECT_EQ(s->set_entitlement(acc.account.id, 1200).record.entitlement_rpm, 1200u);
     EXPECT_EQ(s->find_account(acc.account.id)->record.entitlement_rpm, 1200u);
 
-    PlanRecord a{"alpha", "Alpha", 1000, {"x"}, false, 1};
-    PlanRecord b{"beta", "Beta", 2000, {"y"}, true, 2};
+    auto plan = [](const char *id, const char *name, uint64_t paise, const char *feature,
+                   bool popular, int32_t order) {
+        PlanRecord p;
+        p.id = id;
+        p.name = name;
+        p.price_paise = paise;
+        p.features = {feature};
+        p.popular = popular;
+        p.sort_order = order;
+        return p;
+    };
+    PlanRecord a = plan("alpha", "Alpha", 1000, "x", false, 1);
+    PlanRecord b = plan("beta", "Beta", 2000, "y", true, 2);
     s->import_plans({a, b});
     s->import_plans({b});
     auto plans = s->list_plans();
@@ -242,7 +253,16 @@ TEST_F(EtcdBackendTest, EtcdsTransactionLimitsAreClearErrors) {
     // a catalog of 200 plans is more than one etcd txn holds: refused, and
     // the catalog stays as it was
     std::vector<PlanRecord> plans;
-    for (int i = 0; i < 200; i++) plans.push_back(PlanRecord{"p" + std::to_string(i), "P", 100u + i, {"f"}, i == 0, i});
+    for (int i = 0; i < 200; i++) {
+        PlanRecord p;
+        p.id = "p" + std::to_string(i);
+        p.name = "P";
+        p.price_paise = 100u + i;
+        p.features = {"f"};
+        p.popular = i == 0;
+        p.sort_order = i;
+        plans.push_back(p);
+    }
     s->import_plans({plans[0]});
     try {
         s->import_plans(plans);

@@ -86,7 +86,7 @@ protected:
 TEST_F(MutationTest, AppliesPrimaryRecordsAndTheirDerivedTables) {
     Mutation m = put_key(key);
     m.put(Table::kAccounts, str(account),
-          encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 600, 1, "acme", KA_DEFAULT_MAX_KEYS, 0, {}}));
+          encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 600, 1, "acme", KA_DEFAULT_MAX_KEYS, 0, {}, "", KA_OVERRIDE_RATE, {}}));
     m.expect(Table::kKeysByHash, hash, std::nullopt);
     ASSERT_TRUE(apply(backend, m));
     EXPECT_EQ(get(backend, Table::kKeysByHash, hash), encode_key_record(key));
@@ -298,7 +298,7 @@ TEST(StoreRetries, AStaleMutationDoesNotApply) {
         ASSERT_TRUE(was);
         stale.expect(Table::kAccounts, str(acc), was);
         stale.put(Table::kAccounts, str(acc),
-                  encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 1, 1, "stale", KA_DEFAULT_MAX_KEYS, 0, {}}));
+                  encode_account_record(AccountRecord{KA_ACCOUNT_ACTIVE, 1, 1, "stale", KA_DEFAULT_MAX_KEYS, 0, {}, "", KA_OVERRIDE_RATE, {}}));
     }  // not applied: the attempt ends and the writer lock is free
     store.set_entitlement(acc, 60);
     EXPECT_FALSE(apply(backend, stale));

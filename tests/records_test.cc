@@ -120,10 +120,10 @@ TEST(KeyRecord, GrantsFollowTheScopeRules) {
 
 TEST(KeyRecord, UnknownVersionIsReportedWithTheVersion) {
     std::string bytes = encode_key_record(sample_key());
-    bytes[0] = 3;
+    bytes[0] = 4;
     KeyRecordView v;
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
-    EXPECT_EQ(v.version, 3);
+    EXPECT_EQ(v.version, 4);
     bytes[0] = 0;
     bytes[1] = 1;  // 256: byte order matters
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
@@ -194,12 +194,16 @@ TEST(KeyRecord, LargestRecordRoundTrips) {
 }
 
 TEST(AccountRecord, RoundTripAndVersion) {
-    AccountRecord a{KA_ACCOUNT_SUSPENDED, 600, 42, "Acme", 7, 3, {"ip:read", "dns:*"}};
+    AccountRecord a{KA_ACCOUNT_SUSPENDED, 600, 42, "Acme", 7, 3, {"ip:read", "dns:*"},
+                    "basic-1k", KA_OVERRIDE_RATE, Quota{KA_QUOTA_DAY, 500}};
     std::string bytes = encode_account_record(a);
-    ASSERT_EQ(bytes.size(), KA_ACCOUNT_RECORD_V2_HEAD + 4 + 1 + 7 + 1 + 5);
+    ASSERT_EQ(bytes.size(), KA_ACCOUNT_RECORD_V3_HEAD + 4 + 1 + 7 + 1 + 5 + 8);
     AccountRecordView v;
     ASSERT_EQ(decode_account_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
-    EXPECT_EQ(v.version, KA_ACCOUNT_RECORD_V2);
+    EXPECT_EQ(v.version, KA_ACCOUNT_RECORD_V3);
+    EXPECT_EQ(v.plan_id, "basic-1k");
+    EXPECT_EQ(v.overrides, KA_OVERRIDE_RATE);
+    EXPECT_EQ(v.quota, (Quota{KA_QUOTA_DAY, 500}));
     EXPECT_EQ(v.status, KA_ACCOUNT_SUSPENDED);
     EXPECT_EQ(v.entitlement_rpm, 600u);
     EXPECT_EQ(v.created_ms, 42);
@@ -243,12 +247,111 @@ TEST(AccountRecord, LayoutOneStillReads) {
 // Found by fuzz_records: a name longer than any writer may store decoded as
 // valid, and re-encoding it threw.
 TEST(AccountRecord, OverlongNameIsCorrupt) {
-    AccountRecord a{KA_ACCOUNT_ACTIVE, 600, 42, std::string(KA_NAME_MAX_LEN, 'n'), 10, 0, {}};
-    std::string bytes = encode_account_record(a) + std::string(KA_ACCOUNT_RECORD_V2_HEAD, 'x');
+    AccountRecord a{KA_ACCOUNT_ACTIVE, 600, 42, std::string(KA_NAME_MAX_LEN, 'n'), 10, 0, {}, "", 0, {}};
+    std::string bytes = encode_account_record(a) + std::string(KA_ACCOUNT_RECORD_V3_HEAD, 'x');
     bytes[3] = static_cast<char>(KA_NAME_MAX_LEN + 1);  // name_len 201
-    bytes.resize(KA_ACCOUNT_RECORD_V2_HEAD + KA_NAME_MAX_LEN + 1);
+    bytes.resize(KA_ACCOUNT_RECORD_V3_HEAD + KA_NAME_MAX_LEN + 1);
     AccountRecordView v;
     EXPECT_EQ(decode_account_record(bytes.data(), bytes.size(), v), DecodeStatus::kCorrupt);
+}
+
+// Quotas: what a record may hold, and what every reader refuses.
+TEST(Quota, BoundsAndPeriods) {
+    EXPECT_TRUE(quota_ok(Quota{}, false));
+    EXPECT_FALSE(quota_ok(Quota{KA_QUOTA_NONE, 1}, false));
+    EXPECT_TRUE(quota_ok(Quota{KA_QUOTA_DAY, 1}, false));
+    EXPECT_TRUE(quota_ok(Quota{KA_QUOTA_MONTH, KA_QUOTA_UNITS_MAX}, false));
+    EXPECT_FALSE(quota_ok(Quota{KA_QUOTA_MONTH, KA_QUOTA_UNITS_MAX + 1}, false));
+    EXPECT_FALSE(quota_ok(Quota{KA_QUOTA_DAY, 0}, false));
+    EXPECT_FALSE(quota_ok(Quota{KA_QUOTA_TOTAL, 1}, false));
+    EXPECT_TRUE(quota_ok(Quota{KA_QUOTA_TOTAL, 1}, true));
+    EXPECT_FALSE(quota_ok(Quota{4, 1}, true));
+}
+
+TEST(KeyRecord, OwnQuotaIsLayoutThree) {
+    KeyRecord r;
+    r.key_id[11] = 1;
+    r.account_id[11] = 2;
+    r.prefix = "ka_abcdefghi";
+    r.name = "one-time";
+    r.scopes = {"ip:read"};
+    EXPECT_EQ(load_le<uint16_t>(reinterpret_cast<const unsigned char *>(encode_key_record(r).data())),
+              KA_KEY_RECORD_V2);
+    r.quota = Quota{KA_QUOTA_TOTAL, 1};
+    std::string bytes = encode_key_record(r);
+    KeyRecordView v;
+    ASSERT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_KEY_RECORD_V3);
+    EXPECT_EQ(v.quota, (Quota{KA_QUOTA_TOTAL, 1}));
+    EXPECT_EQ(v.name, "one-time");
+    EXPECT_EQ(v.to_owned().quota, r.quota);
+    bytes[offsetof(ka_key_record_v3, quota_period)] = KA_QUOTA_NONE;  // layout 3 without a quota
+    EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kCorrupt);
+    r.quota = Quota{KA_QUOTA_DAY, 0};
+    EXPECT_THROW(encode_key_record(r), std::invalid_argument);
+}
+
+TEST(PlanRecord, EntitlementsRoundTripAndBounds) {
+    PlanRecord p;
+    p.id = "basic-1k";
+    p.name = "Basic";
+    p.price_paise = 49900;
+    p.features = {"1,000 pages"};
+    p.states = KA_PLAN_STATES_RATE | KA_PLAN_STATES_QUOTA;
+    p.rate_rpm = 120;
+    p.quota = Quota{KA_QUOTA_MONTH, 1000};
+    std::string bytes = encode_plan_record(p);
+    PlanRecordView v;
+    ASSERT_EQ(decode_plan_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_PLAN_RECORD_V2);
+    EXPECT_EQ(v.states, p.states);
+    EXPECT_EQ(v.rate_rpm, 120u);
+    EXPECT_EQ(v.max_keys, 0u);
+    EXPECT_EQ(v.quota, p.quota);
+    EXPECT_EQ(v.name, "Basic");
+    EXPECT_EQ(v.feature_list().size(), 1u);
+    // A rate stated as 0, a cap not stated but set, a total quota: refused.
+    PlanRecord bad = p;
+    bad.rate_rpm = 0;
+    EXPECT_THROW(encode_plan_record(bad), std::invalid_argument);
+    bad = p;
+    bad.max_keys = 3;
+    EXPECT_THROW(encode_plan_record(bad), std::invalid_argument);
+    bad = p;
+    bad.quota = Quota{KA_QUOTA_TOTAL, 10};
+    EXPECT_THROW(encode_plan_record(bad), std::invalid_argument);
+    bytes[offsetof(ka_plan_record_v2, quota_period)] = 9;
+    EXPECT_EQ(decode_plan_record(bytes.data(), bytes.size(), v), DecodeStatus::kCorrupt);
+}
+
+// The account's own value wins where it overrides or the plan is silent.
+TEST(Entitlements, PlanValuesUnlessTheAccountOverrides) {
+    AccountRecord a{KA_ACCOUNT_ACTIVE, 600, 1, "a", 5, 0, {}, "basic-1k", 0,
+                    Quota{KA_QUOTA_DAY, 7}};
+    std::string ab = encode_account_record(a);
+    AccountRecordView av;
+    ASSERT_EQ(decode_account_record(ab.data(), ab.size(), av), DecodeStatus::kOk);
+    PlanRecord p;
+    p.name = "Basic";
+    p.states = KA_PLAN_STATES_RATE | KA_PLAN_STATES_QUOTA;
+    p.rate_rpm = 120;
+    p.quota = Quota{KA_QUOTA_MONTH, 1000};
+    std::string pb = encode_plan_record(p);
+    PlanRecordView pv;
+    ASSERT_EQ(decode_plan_record(pb.data(), pb.size(), pv), DecodeStatus::kOk);
+
+    Entitlements e = effective_entitlements(av, &pv);
+    EXPECT_EQ(e.rate_rpm, 120u);
+    EXPECT_EQ(e.max_keys, 5u);  // the plan does not state a cap
+    EXPECT_EQ(e.quota, (Quota{KA_QUOTA_MONTH, 1000}));
+    av.overrides = KA_OVERRIDE_RATE | KA_OVERRIDE_QUOTA;
+    e = effective_entitlements(av, &pv);
+    EXPECT_EQ(e.rate_rpm, 600u);
+    EXPECT_EQ(e.quota, (Quota{KA_QUOTA_DAY, 7}));
+    av.overrides = 0;
+    e = effective_entitlements(av, nullptr);  // no plan, or the plan is gone
+    EXPECT_EQ(e.rate_rpm, 600u);
+    EXPECT_EQ(e.quota, (Quota{KA_QUOTA_DAY, 7}));
 }
 
 TEST(TokenRecord, RoundTripAndVersion) {

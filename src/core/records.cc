@@ -13,6 +13,8 @@ using F = ka_key_record_v1;
 using F2 = ka_key_record_v2;
 using A = ka_account_record_v1;
 using A2 = ka_account_record_v2;
+using A3 = ka_account_record_v3;
+using F3 = ka_key_record_v3;
 using T = ka_token_record_v1;
 using T2 = ka_token_record_v2;
 
@@ -78,6 +80,27 @@ void copy_id(Id &to, const unsigned char *from) {
 
 }  // namespace
 
+bool quota_ok(const Quota &q, bool total_ok) noexcept {
+    switch (q.period) {
+        case KA_QUOTA_NONE: return q.units == 0;
+        case KA_QUOTA_DAY:
+        case KA_QUOTA_MONTH: break;
+        case KA_QUOTA_TOTAL:
+            if (!total_ok) return false;
+            break;
+        default: return false;
+    }
+    return q.units >= 1 && q.units <= KA_QUOTA_UNITS_MAX;
+}
+
+namespace {
+
+Quota load_quota(const unsigned char *period, const unsigned char *units) {
+    return Quota{*period, load_le<uint64_t>(units)};
+}
+
+}  // namespace
+
 bool packed_scopes_ok(std::string_view packed, size_t count) noexcept {
     return walk_packed(packed, count, KA_SCOPE_MAX_LEN, [](std::string_view) { return false; });
 }
@@ -107,6 +130,7 @@ KeyRecord KeyRecordView::to_owned() const {
     copy_id(r.rolled_to, rolled_to);
     // A rate id that is the key's own is kept as none: the record says so.
     if (rate_id && std::memcmp(rate_id, key_id, KA_ID_LEN) != 0) copy_id(r.rate_id, rate_id);
+    r.quota = quota;
     return r;
 }
 
@@ -114,10 +138,12 @@ std::string encode_key_record(const KeyRecord &rec) {
     require(rec.status == KA_KEY_ACTIVE || rec.status == KA_KEY_REVOKED, "key status");
     require(rec.prefix.size() <= KA_PREFIX_MAX_LEN, "prefix too long");
     require(rec.name.size() <= KA_NAME_MAX_LEN, "name too long");
+    require(quota_ok(rec.quota, true), "key quota");
     std::string packed = pack_scopes(rec.scopes);
-    std::string out(KA_KEY_RECORD_V2_HEAD, '\0');
+    const bool v3 = !rec.quota.none();
+    std::string out(v3 ? KA_KEY_RECORD_V3_HEAD : KA_KEY_RECORD_V2_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(F, version), KA_KEY_RECORD_V2);
+    store_le<uint16_t>(p + offsetof(F, version), v3 ? KA_KEY_RECORD_V3 : KA_KEY_RECORD_V2);
     p[offsetof(F, status)] = rec.status;
     p[offsetof(F, scope_count)] = static_cast<unsigned char>(rec.scopes.size());
     store_le<uint32_t>(p + offsetof(F, requested_rpm), rec.requested_rpm);
@@ -133,6 +159,10 @@ std::string encode_key_record(const KeyRecord &rec) {
     std::memcpy(p + offsetof(F2, rate_id), rate_id.data(), KA_ID_LEN);
     std::memcpy(p + offsetof(F2, rolled_from), rec.rolled_from.data(), KA_ID_LEN);
     std::memcpy(p + offsetof(F2, rolled_to), rec.rolled_to.data(), KA_ID_LEN);
+    if (v3) {
+        p[offsetof(F3, quota_period)] = rec.quota.period;
+        store_le<uint64_t>(p + offsetof(F3, quota_units), rec.quota.units);
+    }
     out += packed;
     out += rec.prefix;
     out += rec.name;
@@ -145,10 +175,13 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
         return DecodeStatus::kCorrupt;
     }
     out.version = load_le<uint16_t>(p + offsetof(F, version));
-    if (out.version != KA_KEY_RECORD_V1 && out.version != KA_KEY_RECORD_V2) {
+    if (out.version != KA_KEY_RECORD_V1 && out.version != KA_KEY_RECORD_V2 &&
+        out.version != KA_KEY_RECORD_V3) {
         return DecodeStatus::kUnknownVersion;
     }
-    const size_t head = out.version == KA_KEY_RECORD_V1 ? KA_KEY_RECORD_HEAD : KA_KEY_RECORD_V2_HEAD;
+    const size_t head = out.version == KA_KEY_RECORD_V1   ? KA_KEY_RECORD_HEAD
+                        : out.version == KA_KEY_RECORD_V2 ? KA_KEY_RECORD_V2_HEAD
+                                                          : KA_KEY_RECORD_V3_HEAD;
     if (len < head) {
         return DecodeStatus::kCorrupt;
     }
@@ -176,6 +209,11 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
         out.rolled_from = p + offsetof(F2, rolled_from);
         out.rolled_to = p + offsetof(F2, rolled_to);
     }
+    out.quota = Quota{};
+    if (out.version == KA_KEY_RECORD_V3) {
+        out.quota = load_quota(p + offsetof(F3, quota_period), p + offsetof(F3, quota_units));
+        if (out.quota.none() || !quota_ok(out.quota, true)) return DecodeStatus::kCorrupt;
+    }
     const unsigned char *tail = p + head;
     out.scopes = view(tail, scopes_bytes);
     out.prefix = view(tail + scopes_bytes, prefix_len);
@@ -189,10 +227,14 @@ std::string encode_account_record(const AccountRecord &rec) {
             "account status");
     require(rec.name.size() <= KA_NAME_MAX_LEN, "name too long");
     require(rec.max_keys >= 1 && rec.max_keys <= KA_MAX_KEYS_LIMIT, "max keys");
+    require(quota_ok(rec.quota, false), "account quota");
+    require(rec.plan_id.size() <= KA_PLAN_ID_MAX_LEN, "plan id too long");
+    require((rec.overrides & ~(KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA)) == 0,
+            "account overrides");
     std::string packed = pack_scopes(rec.allowed_scopes);
-    std::string out(KA_ACCOUNT_RECORD_V2_HEAD, '\0');
+    std::string out(KA_ACCOUNT_RECORD_V3_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(A, version), KA_ACCOUNT_RECORD_V2);
+    store_le<uint16_t>(p + offsetof(A, version), KA_ACCOUNT_RECORD_V3);
     p[offsetof(A, status)] = rec.status;
     p[offsetof(A, name_len)] = static_cast<unsigned char>(rec.name.size());
     store_le<uint32_t>(p + offsetof(A, entitlement_rpm), rec.entitlement_rpm);
@@ -201,8 +243,13 @@ std::string encode_account_record(const AccountRecord &rec) {
     store_le<uint32_t>(p + offsetof(A2, live_keys), rec.live_keys);
     store_le<uint16_t>(p + offsetof(A2, allowed_scopes_bytes), static_cast<uint16_t>(packed.size()));
     p[offsetof(A2, allowed_scope_count)] = static_cast<unsigned char>(rec.allowed_scopes.size());
+    p[offsetof(A3, overrides)] = rec.overrides;
+    p[offsetof(A3, quota_period)] = rec.quota.period;
+    p[offsetof(A3, plan_id_len)] = static_cast<unsigned char>(rec.plan_id.size());
+    store_le<uint64_t>(p + offsetof(A3, quota_units), rec.quota.units);
     out += rec.name;
     out += packed;
+    out += rec.plan_id;
     return out;
 }
 
@@ -215,6 +262,9 @@ AccountRecord AccountRecordView::to_owned() const {
     r.max_keys = max_keys;
     r.live_keys = live_keys;
     r.allowed_scopes = unpack_scopes(allowed_scopes, allowed_scope_count);
+    r.plan_id = std::string(plan_id);
+    r.overrides = overrides;
+    r.quota = quota;
     return r;
 }
 
@@ -224,11 +274,15 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
         return DecodeStatus::kCorrupt;
     }
     out.version = load_le<uint16_t>(p + offsetof(A, version));
-    if (out.version != KA_ACCOUNT_RECORD_V1 && out.version != KA_ACCOUNT_RECORD_V2) {
+    if (out.version != KA_ACCOUNT_RECORD_V1 && out.version != KA_ACCOUNT_RECORD_V2 &&
+        out.version != KA_ACCOUNT_RECORD_V3) {
         return DecodeStatus::kUnknownVersion;
     }
     const bool v1 = out.version == KA_ACCOUNT_RECORD_V1;
-    const size_t head = v1 ? KA_ACCOUNT_RECORD_HEAD : KA_ACCOUNT_RECORD_V2_HEAD;
+    const bool v3 = out.version == KA_ACCOUNT_RECORD_V3;
+    const size_t head = v1 ? KA_ACCOUNT_RECORD_HEAD
+                        : v3 ? KA_ACCOUNT_RECORD_V3_HEAD
+                             : KA_ACCOUNT_RECORD_V2_HEAD;
     if (len < head) {
         return DecodeStatus::kCorrupt;
     }
@@ -246,13 +300,25 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
         scopes_bytes = load_le<uint16_t>(p + offsetof(A2, allowed_scopes_bytes));
         out.allowed_scope_count = p[offsetof(A2, allowed_scope_count)];
     }
+    size_t plan_id_len = 0;
+    out.overrides = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
+    out.quota = Quota{};
+    if (v3) {
+        out.overrides = p[offsetof(A3, overrides)];
+        plan_id_len = p[offsetof(A3, plan_id_len)];
+        out.quota = load_quota(p + offsetof(A3, quota_period), p + offsetof(A3, quota_units));
+    }
     if ((out.status != KA_ACCOUNT_ACTIVE && out.status != KA_ACCOUNT_SUSPENDED) ||
         name_len > KA_NAME_MAX_LEN || out.max_keys < 1 || out.max_keys > KA_MAX_KEYS_LIMIT ||
-        out.allowed_scope_count > KA_SCOPES_MAX || len != head + name_len + scopes_bytes) {
+        out.allowed_scope_count > KA_SCOPES_MAX || plan_id_len > KA_PLAN_ID_MAX_LEN ||
+        (out.overrides & ~(KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA)) != 0 ||
+        !quota_ok(out.quota, false) ||
+        len != head + name_len + scopes_bytes + plan_id_len) {
         return DecodeStatus::kCorrupt;
     }
     out.name = view(p + head, name_len);
     out.allowed_scopes = view(p + head + name_len, scopes_bytes);
+    out.plan_id = view(p + head + name_len + scopes_bytes, plan_id_len);
     if (!walk_packed(out.allowed_scopes, out.allowed_scope_count, KA_SCOPE_MAX_LEN,
                      [](std::string_view) { return false; })) {
         return DecodeStatus::kCorrupt;
@@ -268,6 +334,10 @@ PlanRecord PlanRecordView::to_owned(std::string_view id) const {
     r.popular = popular;
     r.sort_order = sort_order;
     for (auto f : feature_list()) r.features.emplace_back(f);
+    r.states = states;
+    r.rate_rpm = rate_rpm;
+    r.max_keys = max_keys;
+    r.quota = quota;
     return r;
 }
 
@@ -280,13 +350,38 @@ std::vector<std::string_view> PlanRecordView::feature_list() const {
     return out;
 }
 
+namespace {
+constexpr uint8_t kPlanStatesAll = KA_PLAN_STATES_RATE | KA_PLAN_STATES_MAX_KEYS | KA_PLAN_STATES_QUOTA;
+
+// What a plan may state: a rate of at least 1, a cap within the account
+// bound, a day or month quota or none (unlimited); unstated values are 0.
+bool plan_entitlements_ok(uint8_t states, uint32_t rate_rpm, uint32_t max_keys,
+                          const Quota &quota) {
+    if ((states & ~kPlanStatesAll) != 0) return false;
+    if ((states & KA_PLAN_STATES_RATE) ? rate_rpm < 1 : rate_rpm != 0) return false;
+    if ((states & KA_PLAN_STATES_MAX_KEYS) ? (max_keys < 1 || max_keys > KA_MAX_KEYS_LIMIT)
+                                           : max_keys != 0) {
+        return false;
+    }
+    return (states & KA_PLAN_STATES_QUOTA) ? quota_ok(quota, false) : quota.none();
+}
+}  // namespace
+
 std::string encode_plan_record(const PlanRecord &rec) {
     using P = ka_plan_record_v1;
+    using P2 = ka_plan_record_v2;
     require(!rec.name.empty() && rec.name.size() <= KA_NAME_MAX_LEN, "plan name length");
     require(rec.features.size() <= KA_FEATURES_MAX, "too many features");
-    std::string out(KA_PLAN_RECORD_HEAD, '\0');
+    require(plan_entitlements_ok(rec.states, rec.rate_rpm, rec.max_keys, rec.quota),
+            "plan entitlements");
+    std::string out(KA_PLAN_RECORD_V2_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(P, version), KA_PLAN_RECORD_V1);
+    store_le<uint16_t>(p + offsetof(P, version), KA_PLAN_RECORD_V2);
+    p[offsetof(P2, states)] = rec.states;
+    p[offsetof(P2, quota_period)] = rec.quota.period;
+    store_le<uint32_t>(p + offsetof(P2, rate_rpm), rec.rate_rpm);
+    store_le<uint32_t>(p + offsetof(P2, max_keys), rec.max_keys);
+    store_le<uint64_t>(p + offsetof(P2, quota_units), rec.quota.units);
     p[offsetof(P, popular)] = rec.popular ? 1 : 0;
     p[offsetof(P, feature_count)] = static_cast<unsigned char>(rec.features.size());
     store_le<int32_t>(p + offsetof(P, sort_order), rec.sort_order);
@@ -303,26 +398,55 @@ std::string encode_plan_record(const PlanRecord &rec) {
 
 DecodeStatus decode_plan_record(const void *data, size_t len, PlanRecordView &out) noexcept {
     using P = ka_plan_record_v1;
+    using P2 = ka_plan_record_v2;
     const unsigned char *p = bytes(data);
     if (len < sizeof(uint16_t)) return DecodeStatus::kCorrupt;
     out.version = load_le<uint16_t>(p + offsetof(P, version));
-    if (out.version != KA_PLAN_RECORD_V1) return DecodeStatus::kUnknownVersion;
-    if (len < KA_PLAN_RECORD_HEAD) return DecodeStatus::kCorrupt;
+    if (out.version != KA_PLAN_RECORD_V1 && out.version != KA_PLAN_RECORD_V2) {
+        return DecodeStatus::kUnknownVersion;
+    }
+    const size_t head = out.version == KA_PLAN_RECORD_V1 ? KA_PLAN_RECORD_HEAD : KA_PLAN_RECORD_V2_HEAD;
+    if (len < head) return DecodeStatus::kCorrupt;
+    out.states = 0;
+    out.rate_rpm = out.max_keys = 0;
+    out.quota = Quota{};
+    if (out.version == KA_PLAN_RECORD_V2) {
+        out.states = p[offsetof(P2, states)];
+        out.rate_rpm = load_le<uint32_t>(p + offsetof(P2, rate_rpm));
+        out.max_keys = load_le<uint32_t>(p + offsetof(P2, max_keys));
+        out.quota = load_quota(p + offsetof(P2, quota_period), p + offsetof(P2, quota_units));
+        if (!plan_entitlements_ok(out.states, out.rate_rpm, out.max_keys, out.quota)) {
+            return DecodeStatus::kCorrupt;
+        }
+    }
     out.popular = p[offsetof(P, popular)] != 0;
     out.feature_count = p[offsetof(P, feature_count)];
     out.sort_order = load_le<int32_t>(p + offsetof(P, sort_order));
     out.price_paise = load_le<uint64_t>(p + offsetof(P, price_paise));
     size_t name_len = p[offsetof(P, name_len)];
     if (p[offsetof(P, popular)] > 1 || out.feature_count > KA_FEATURES_MAX ||
-        len < KA_PLAN_RECORD_HEAD + name_len) {
+        len < head + name_len) {
         return DecodeStatus::kCorrupt;
     }
-    out.name = view(p + KA_PLAN_RECORD_HEAD, name_len);
-    out.features = view(p + KA_PLAN_RECORD_HEAD + name_len, len - KA_PLAN_RECORD_HEAD - name_len);
+    out.name = view(p + head, name_len);
+    out.features = view(p + head + name_len, len - head - name_len);
     return walk_packed(out.features, out.feature_count, KA_FEATURE_MAX_LEN,
                        [](std::string_view) { return false; })
                ? DecodeStatus::kOk
                : DecodeStatus::kCorrupt;
+}
+
+Entitlements effective_entitlements(const AccountRecordView &account,
+                                    const PlanRecordView *plan) noexcept {
+    Entitlements e{account.entitlement_rpm, account.max_keys, account.quota};
+    if (plan == nullptr) return e;
+    auto follows = [&](uint8_t override_bit, uint8_t states_bit) {
+        return (account.overrides & override_bit) == 0 && (plan->states & states_bit) != 0;
+    };
+    if (follows(KA_OVERRIDE_RATE, KA_PLAN_STATES_RATE)) e.rate_rpm = plan->rate_rpm;
+    if (follows(KA_OVERRIDE_MAX_KEYS, KA_PLAN_STATES_MAX_KEYS)) e.max_keys = plan->max_keys;
+    if (follows(KA_OVERRIDE_QUOTA, KA_PLAN_STATES_QUOTA)) e.quota = plan->quota;
+    return e;
 }
 
 std::string encode_fx_record(const FxRecord &rec) {

@@ -16,6 +16,22 @@ namespace keyauth {
 
 enum class DecodeStatus { kOk, kUnknownVersion, kCorrupt };
 
+// A quota as records hold it: KA_QUOTA_NONE (units 0) is no quota.
+struct Quota {
+    uint8_t period = KA_QUOTA_NONE;  // enum ka_quota_period
+    uint64_t units = 0;
+
+    bool none() const noexcept { return period == KA_QUOTA_NONE; }
+    bool operator==(const Quota &o) const noexcept {
+        return period == o.period && units == o.units;
+    }
+    bool operator!=(const Quota &o) const noexcept { return !(*this == o); }
+};
+
+// True if q is a quota a record may hold: NONE with 0 units, or a period
+// with 1..KA_QUOTA_UNITS_MAX units (TOTAL only where total_ok).
+bool quota_ok(const Quota &q, bool total_ok) noexcept;
+
 struct KeyRecord {
     uint8_t status = KA_KEY_ACTIVE;
     uint32_t requested_rpm = 0;
@@ -31,6 +47,8 @@ struct KeyRecord {
     Id rate_id{};
     Id rolled_from{};
     Id rolled_to{};
+    // The key's own quota (layout 3); none: only the account's applies.
+    Quota quota;
 };
 
 inline bool is_none(const Id &id) { return id == Id{}; }
@@ -53,6 +71,7 @@ struct KeyRecordView {
     // Layout 2's chain ids; null in layout 1 (none).
     const unsigned char *rolled_from = nullptr;
     const unsigned char *rolled_to = nullptr;
+    Quota quota;  // layout 3
 
     // True if any granted scope grants `required`.
     bool grants(std::string_view required) const noexcept;
@@ -75,6 +94,11 @@ struct AccountRecord {
     uint32_t max_keys = KA_DEFAULT_MAX_KEYS;
     uint32_t live_keys = 0;                  // or KA_LIVE_KEYS_UNKNOWN
     std::vector<std::string> allowed_scopes;  // empty: any scope
+    // Layout 3: the plan (empty: none), which of the values above (and the
+    // quota) the account states itself, and its own quota.
+    std::string plan_id;
+    uint8_t overrides = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
+    Quota quota;
 };
 
 struct AccountRecordView {
@@ -87,6 +111,10 @@ struct AccountRecordView {
     uint32_t live_keys = KA_LIVE_KEYS_UNKNOWN;
     uint8_t allowed_scope_count = 0;
     std::string_view allowed_scopes;  // packed (u8 length, bytes) entries
+    // Layouts 1 and 2 read as no plan, every value the account's own.
+    std::string_view plan_id;
+    uint8_t overrides = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
+    Quota quota;
 
     AccountRecord to_owned() const;
 };
@@ -101,6 +129,12 @@ struct PlanRecord {
     std::vector<std::string> features;
     bool popular = false;
     int32_t sort_order = 0;
+    // What the plan entitles an account to (layout 2): the values whose
+    // KA_PLAN_STATES_* bit is set in `states`.
+    uint8_t states = 0;
+    uint32_t rate_rpm = 0;
+    uint32_t max_keys = 0;
+    Quota quota;
 };
 
 struct PlanRecordView {
@@ -111,6 +145,10 @@ struct PlanRecordView {
     uint64_t price_paise = 0;
     std::string_view name;
     std::string_view features;  // packed (u8 length, bytes) entries
+    uint8_t states = 0;         // layout 1: states nothing
+    uint32_t rate_rpm = 0;
+    uint32_t max_keys = 0;
+    Quota quota;
 
     std::vector<std::string_view> feature_list() const;  // not for the hot path
     PlanRecord to_owned(std::string_view id) const;
@@ -124,6 +162,16 @@ struct FxRecord {
     uint64_t inr_per_usd_micro = 0;
     int64_t set_ms = 0;
 };
+
+// An account's effective values: its own where it overrides them or its plan
+// does not state them (or it has none), else its plan's.
+struct Entitlements {
+    uint32_t rate_rpm = 0;
+    uint32_t max_keys = 0;
+    Quota quota;
+};
+Entitlements effective_entitlements(const AccountRecordView &account,
+                                    const PlanRecordView *plan) noexcept;
 
 std::string encode_fx_record(const FxRecord &rec);
 DecodeStatus decode_fx_record(const void *data, size_t len, FxRecord &out) noexcept;
