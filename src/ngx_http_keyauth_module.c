@@ -12,6 +12,7 @@
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_log.h"
 #include "ngx_http_keyauth_plans.h"
+#include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_shared.h"
@@ -130,6 +131,20 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
       ngx_http_keyauth_scope,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("keyauth_cost"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_cost,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_keyauth_loc_conf_t, cost),
+      NULL },
+
+    { ngx_string("keyauth_cost_header"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_cost_header,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_keyauth_loc_conf_t, cost_header),
       NULL },
 
       ngx_null_command
@@ -268,16 +283,15 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
     switch (ctx->auth.verdict) {
 
     case KA_AUTH_OK:
-        if (ctx->rate_checked) {
+        if (ctx->admitted) {
             /* charged before an internal redirect: once is enough */
             return NGX_OK;
         }
 
+        /* quota (no charge), rate, then the charge: sets ctx->outcome */
         rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
 
-        ngx_http_keyauth_count(kmcf, rc == NGX_OK
-                                     ? NGX_HTTP_KEYAUTH_OK
-                                     : NGX_HTTP_KEYAUTH_RATE_LIMITED);
+        ngx_http_keyauth_count(kmcf, ctx->outcome);
         return rc;
 
     case KA_AUTH_KEY_REQUIRED:
@@ -583,6 +597,13 @@ ngx_http_keyauth_create_loc_conf(ngx_conf_t *cf)
 
     conf->enable = NGX_CONF_UNSET;
     conf->scopes = NGX_CONF_UNSET_PTR;
+    conf->cost = NGX_CONF_UNSET_UINT;
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->cost_header = { 0, NULL };
+     */
 
     return conf;
 }
@@ -598,6 +619,8 @@ ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_ptr_value(conf->scopes, prev->scopes, NULL);
+    ngx_conf_merge_uint_value(conf->cost, prev->cost, 1);
+    ngx_conf_merge_str_value(conf->cost_header, prev->cost_header, "");
 
     if (conf->enable) {
         kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
@@ -689,6 +712,10 @@ ngx_http_keyauth_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    if (ngx_http_keyauth_quota_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (ngx_http_keyauth_usage_init_process(cycle) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -702,5 +729,6 @@ ngx_http_keyauth_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_keyauth_shared_exit_process(cycle);
     ngx_http_keyauth_usage_exit_process(cycle);
+    ngx_http_keyauth_quota_exit_process(cycle);
     ngx_http_keyauth_store_exit_process(cycle);
 }

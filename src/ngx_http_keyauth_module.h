@@ -59,16 +59,29 @@ typedef struct {
 typedef struct {
     ngx_flag_t                enable;
     ngx_array_t              *scopes;      /* of ka_str_t */
+    ngx_uint_t                cost;        /* keyauth_cost: units a call */
+    ngx_str_t                 cost_header; /* keyauth_cost_header; len 0: none */
 } ngx_http_keyauth_loc_conf_t;
 
 
 typedef struct {
     ka_auth_result_t          auth;
     ka_rate_result_t          rate;
-    /* set once the key was charged: an internal redirect (error_page,
+    ka_quota_result_t         quota;
+    /* the location's cost (what a metered call is charged when its
+     * upstream reports none) and keyauth_cost_header, kept for the header
+     * filter, which may run in another location */
+    uint64_t                  cost;
+    ngx_str_t                *cost_header;
+    ngx_uint_t                outcome;   /* ngx_http_keyauth_outcome_e */
+    /* set once the key was admitted: an internal redirect (error_page,
      * try_files) authenticates again for the new location's scopes but
      * does not charge again */
+    unsigned                  admitted:1;
     unsigned                  rate_checked:1;
+    unsigned                  quota_checked:1;
+    /* a metered call: charged when the upstream's answer arrives */
+    unsigned                  quota_pending:1;
     /* the $keyauth_* values, formatted on first use: a log format or
      * proxy_set_header may read them many times */
     unsigned                  key_id_text_set:1;
@@ -77,6 +90,8 @@ typedef struct {
     u_char                    account_id_text[KA_ID_TEXT_LEN];
     u_char                    remaining_text[NGX_INT32_LEN];
     size_t                    remaining_len;      /* 0: not yet formatted */
+    u_char                    quota_text[NGX_INT64_LEN];
+    size_t                    quota_len;          /* 0: not yet formatted */
 } ngx_http_keyauth_ctx_t;
 
 

@@ -1,6 +1,8 @@
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_shm.h"
+#include "ngx_http_keyauth_status.h"
 
 
 static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
@@ -151,8 +153,20 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     ngx_table_elt_t          *h;
     ngx_http_keyauth_zone_t  *zone;
 
+    ctx->admitted = 1;
+    ctx->outcome = NGX_HTTP_KEYAUTH_OK;
+
+    tp = ngx_timeofday();
+    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+
+    /* the quota first, charging nothing: a used-up key spends no rate */
+    rc = ngx_http_keyauth_quota_check(r, kmcf, ctx, now_ms);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
     if (kmcf->shm_zone == NULL) {
-        return NGX_OK;
+        return ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms);
     }
 
     ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
@@ -164,12 +178,14 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
                   &ctx->rate);
     ctx->rate_checked = 1;
 
-    /* usage is counted where the decision is made; collected elsewhere */
-    tp = ngx_timeofday();
-    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+    /* then the charge, of an admitted call only */
+    rc = ctx->rate.allowed ? ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms)
+                           : NGX_OK;
 
-    if (ka_usage_count(zone->usage, &ctx->auth, ctx->rate.allowed, now_ms,
-                       now_ns, &lock))
+    /* usage is counted where the decision is made; collected elsewhere */
+    if (ctx->outcome != NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED
+        && ka_usage_count(zone->usage, &ctx->auth, ctx->rate.allowed, now_ms,
+                          now_ns, &lock))
     {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "keyauth_zone \"%V\" has no room for the usage of "
@@ -186,8 +202,10 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     }
 
     if (ctx->rate.allowed) {
-        return NGX_OK;
+        return rc;
     }
+
+    ctx->outcome = NGX_HTTP_KEYAUTH_RATE_LIMITED;
 
     if (r->connection->log->log_level >= NGX_LOG_INFO) {
         ka_format_key_id(ctx->auth.key_id_bin, key_id);
@@ -222,32 +240,112 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
 }
 
 
+/* One policy of the RateLimit headers: its name, quota, window (0: none),
+ * what remains and when it is all back (-1: never). */
+typedef struct {
+    const char  *name;
+    uint64_t     quota;
+    int64_t      window;
+    int64_t      remaining;
+    int64_t      reset;
+    uint64_t     per_call;    /* units a call takes: for "nearest" */
+} ngx_http_keyauth_policy_t;
+
+
 static ngx_int_t
 ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 {
-    u_char                  *p;
-    ngx_str_t                value;
-    ngx_http_keyauth_ctx_t  *ctx;
+    u_char                     *p;
+    int64_t                     left;
+    ngx_str_t                   value;
+    ngx_uint_t                  i, n, nearest;
+    ka_quota_policy_t          *q;
+    ngx_http_keyauth_ctx_t     *ctx;
+    ngx_http_keyauth_policy_t   pol[3];
 
     ctx = ngx_http_keyauth_get_ctx(r);
 
-    if (ctx == NULL || !ctx->rate_checked || r != r->main) {
+    if (ctx == NULL || !(ctx->rate_checked || ctx->quota_checked)
+        || r != r->main)
+    {
         return ngx_http_next_header_filter(r);
     }
 
-    /* every response of a checked key, 429 included; hand-formatted since
-     * this runs on every keyed request */
+    if (ctx->quota_pending) {
+        ngx_http_keyauth_quota_settle(r, ctx);
+    }
 
-    p = ngx_pnalloc(r->pool, 2 * (sizeof("\"per-key\";q=;w=60") + NGX_INT64_LEN
-                                  + NGX_INT32_LEN));
+    /* every response of a checked key, 429 included: each policy in force
+     * in RateLimit-Policy, the one nearest exhaustion in RateLimit;
+     * hand-formatted since this runs on every keyed request */
+
+    n = 0;
+
+    if (ctx->rate_checked) {
+        pol[n].name = "per-key";
+        pol[n].quota = ctx->rate.limit;
+        pol[n].window = 60;
+        pol[n].remaining = ctx->rate.remaining;
+        pol[n].reset = (int64_t) ctx->rate.reset_s;
+        pol[n].per_call = 1;
+        n++;
+    }
+
+    for (i = 0; ctx->quota_checked && i < 2; i++) {
+        q = &ctx->quota.policy[i];
+
+        if (q->period == KA_QUOTA_NONE) {
+            continue;
+        }
+
+        left = (int64_t) q->units - (int64_t) q->used;
+
+        pol[n].name = (i == KA_QUOTA_KEY) ? "key-quota" : "account-quota";
+        pol[n].quota = q->units;
+        pol[n].window = q->window_s;
+        pol[n].remaining = left > 0 ? left : 0;
+        pol[n].reset = q->reset_s;
+        pol[n].per_call = ctx->cost_header || ctx->cost == 0 ? 1 : ctx->cost;
+        n++;
+    }
+
+    if (n == 0) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    p = ngx_pnalloc(r->pool, 4 * n * (sizeof("\"account-quota\";q=;w=, ")
+                                      + 2 * NGX_INT64_LEN));
     if (p == NULL) {
         return NGX_ERROR;
     }
 
     value.data = p;
-    p = ngx_cpymem(p, "\"per-key\";q=", sizeof("\"per-key\";q=") - 1);
-    p = ngx_http_keyauth_uint(p, ctx->rate.limit);
-    p = ngx_cpymem(p, ";w=60", sizeof(";w=60") - 1);
+    nearest = 0;
+
+    for (i = 0; i < n; i++) {
+        if (i) {
+            *p++ = ',';
+            *p++ = ' ';
+        }
+
+        *p++ = '"';
+        p = ngx_cpymem(p, pol[i].name, ngx_strlen(pol[i].name));
+        p = ngx_cpymem(p, "\";q=", sizeof("\";q=") - 1);
+        p = ngx_http_keyauth_uint(p, pol[i].quota);
+
+        if (pol[i].window > 0) {
+            p = ngx_cpymem(p, ";w=", sizeof(";w=") - 1);
+            p = ngx_http_keyauth_uint(p, (uint64_t) pol[i].window);
+        }
+
+        /* the fewest calls left at its cost a call */
+        if (pol[i].remaining / (int64_t) pol[i].per_call
+            < pol[nearest].remaining / (int64_t) pol[nearest].per_call)
+        {
+            nearest = i;
+        }
+    }
+
     value.len = p - value.data;
 
     if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, &value)
@@ -257,10 +355,16 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
     }
 
     value.data = p;
-    p = ngx_cpymem(p, "\"per-key\";r=", sizeof("\"per-key\";r=") - 1);
-    p = ngx_http_keyauth_uint(p, ctx->rate.remaining);
-    p = ngx_cpymem(p, ";t=", sizeof(";t=") - 1);
-    p = ngx_http_keyauth_uint(p, ctx->rate.reset_s);
+    *p++ = '"';
+    p = ngx_cpymem(p, pol[nearest].name, ngx_strlen(pol[nearest].name));
+    p = ngx_cpymem(p, "\";r=", sizeof("\";r=") - 1);
+    p = ngx_http_keyauth_uint(p, (uint64_t) pol[nearest].remaining);
+
+    if (pol[nearest].reset >= 0) {
+        p = ngx_cpymem(p, ";t=", sizeof(";t=") - 1);
+        p = ngx_http_keyauth_uint(p, (uint64_t) pol[nearest].reset);
+    }
+
     value.len = p - value.data;
 
     if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,

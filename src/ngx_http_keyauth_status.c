@@ -6,6 +6,7 @@
 
 typedef struct {
     ngx_atomic_t  outcomes[NGX_HTTP_KEYAUTH_OUTCOMES];
+    ngx_atomic_t  units_charged;
 } ngx_http_keyauth_stats_t;
 
 
@@ -15,7 +16,7 @@ static ngx_int_t ngx_http_keyauth_init_stats_zone(ngx_shm_zone_t *shm_zone,
 
 static const char  *ngx_http_keyauth_outcome_names[] = {
     "ok", "key_required", "invalid_key", "insufficient_scope",
-    "unavailable", "rate_limited", "account_suspended"
+    "unavailable", "rate_limited", "account_suspended", "quota_exceeded"
 };
 
 
@@ -76,6 +77,17 @@ ngx_http_keyauth_count(ngx_http_keyauth_main_conf_t *kmcf,
 }
 
 
+void
+ngx_http_keyauth_count_units(ngx_http_keyauth_main_conf_t *kmcf,
+    uint64_t units)
+{
+    ngx_http_keyauth_stats_t  *stats;
+
+    stats = kmcf->stats_zone->data;
+    (void) ngx_atomic_fetch_add(&stats->units_charged, (ngx_atomic_int_t) units);
+}
+
+
 ngx_int_t
 ngx_http_keyauth_status_handler(ngx_http_request_t *r)
 {
@@ -98,7 +110,7 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
     kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
 
     size = 512 + NGX_HTTP_KEYAUTH_OUTCOMES * (64 + NGX_ATOMIC_T_LEN)
-           + 1536 + 5 * NGX_INT64_LEN;
+           + 1536 + 256 + 6 * NGX_INT64_LEN;
 
     if (kmcf->shared) {
         size += NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN;
@@ -120,6 +132,15 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
         p = ngx_sprintf(p, "keyauth_requests_total{outcome=\"%s\"} %uA\n",
                         ngx_http_keyauth_outcome_names[i],
                         stats->outcomes[i]);
+    }
+
+    if (stats) {
+        p = ngx_sprintf(p,
+                "# HELP keyauth_quota_units_charged_total Units charged to "
+                "keys' and accounts' quotas.\n"
+                "# TYPE keyauth_quota_units_charged_total counter\n"
+                "keyauth_quota_units_charged_total %uA\n",
+                stats->units_charged);
     }
 
     zone = kmcf->shm_zone ? kmcf->shm_zone->data : NULL;

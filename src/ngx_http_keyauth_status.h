@@ -19,6 +19,7 @@ typedef enum {
     NGX_HTTP_KEYAUTH_UNAVAILABLE,
     NGX_HTTP_KEYAUTH_RATE_LIMITED,
     NGX_HTTP_KEYAUTH_ACCOUNT_SUSPENDED,
+    NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED,
     NGX_HTTP_KEYAUTH_OUTCOMES
 } ngx_http_keyauth_outcome_e;
 
@@ -30,6 +31,9 @@ ngx_int_t ngx_http_keyauth_stats_zone(ngx_conf_t *cf,
 void ngx_http_keyauth_count(ngx_http_keyauth_main_conf_t *kmcf,
     ngx_http_keyauth_outcome_e outcome);
 
+/* Units charged to quotas. */
+void ngx_http_keyauth_count_units(ngx_http_keyauth_main_conf_t *kmcf,
+    uint64_t units);
 ngx_int_t ngx_http_keyauth_status_handler(ngx_http_request_t *r);
 
 #endif /* NGX_HTTP_KEYAUTH_STATUS_H */

@@ -1,4 +1,5 @@
 #include "ngx_http_keyauth_usage.h"
+#include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_shm.h"
 
 
@@ -201,6 +202,9 @@ ngx_http_keyauth_usage_flush(ngx_log_t *log)
 
     kmcf = ngx_http_keyauth_usage_kmcf;
     zone = kmcf->shm_zone->data;
+
+    /* quotas are persisted with the usage collection */
+    ngx_http_keyauth_quota_sync(log);
 
     say = (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
           >= 0;

@@ -1,18 +1,21 @@
 /*
  * The $keyauth_* variables: the key id, account id and display prefix of the
- * request's key and the requests its rate still admits. Never the secret.
+ * request's key, the requests its rate still admits and the lowest balance
+ * of its quotas. Never the secret.
  * Not cacheable (a value read before the access phase must not stick), but
  * each is formatted once a request, into the request's context.
  */
 
 #include "ngx_http_keyauth_variables.h"
+#include "ngx_http_keyauth_quota.h"
 
 
 typedef enum {
     NGX_HTTP_KEYAUTH_VAR_KEY_ID = 0,
     NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
     NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX,
-    NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING
+    NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING,
+    NGX_HTTP_KEYAUTH_VAR_QUOTA_REMAINING
 } ngx_http_keyauth_var_e;
 
 
@@ -33,6 +36,9 @@ static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
 
     { ngx_string("keyauth_rate_remaining"), NULL, ngx_http_keyauth_variable,
       NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_quota_remaining"), NULL, ngx_http_keyauth_variable,
+      NGX_HTTP_KEYAUTH_VAR_QUOTA_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -61,6 +67,7 @@ static ngx_int_t
 ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data)
 {
+    int64_t                  remaining;
     ngx_http_keyauth_ctx_t  *ctx;
 
     /* found again after a redirect to a location without keyauth (try_files
@@ -110,6 +117,20 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
         v->len = KA_ID_TEXT_LEN;
         v->data = ctx->account_id_text;
+        break;
+
+    case NGX_HTTP_KEYAUTH_VAR_QUOTA_REMAINING:
+        /* formatted on each read: a metered call's charge lands after the
+         * access phase, before the access log reads it */
+        if (!ngx_http_keyauth_quota_remaining(ctx, &remaining)) {
+            v->len = 0;
+            break;
+        }
+
+        ctx->quota_len = ngx_sprintf(ctx->quota_text, "%L", remaining)
+                         - ctx->quota_text;
+        v->len = ctx->quota_len;
+        v->data = ctx->quota_text;
         break;
 
     default: /* NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING */

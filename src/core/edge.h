@@ -15,10 +15,12 @@
 
 namespace keyauth {
 
-// What the edge needs of an account: whether it is active, and its rate.
+// What the edge needs of an account: whether it is active, its effective
+// rate and quota (its plan's where it follows the plan).
 struct AccountState {
     uint8_t status = 0;
     uint32_t entitlement_rpm = 0;
+    Quota quota;
 };
 
 // Keys by SHA-256 digest (decoded views into the snapshot's map); accounts

@@ -146,8 +146,21 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                            KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id,
                            rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
         }
+        // The plan, if the account follows it in anything. A plan missing
+        // from the catalog (or unreadable) entitles nothing: the account's
+        // own values apply, as writers keep them.
+        PlanRecordView plan_view;
+        const PlanRecordView *plan = nullptr;
+        constexpr uint8_t kAllOverridden = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
+        std::string_view plan_raw;
+        if (!view.plan_id.empty() && view.overrides != kAllOverridden &&
+            snap.get(store.plans(), view.plan_id.data(), view.plan_id.size(), plan_raw) == 0 &&
+            decode_plan_record(plan_raw.data(), plan_raw.size(), plan_view) == DecodeStatus::kOk) {
+            plan = &plan_view;
+        }
+        const Entitlements e = effective_entitlements(view, plan);
         account = &edge->accounts.put(key.account_id, snap.generation(),
-                                      AccountState{view.status, view.entitlement_rpm});
+                                      AccountState{view.status, e.rate_rpm, e.quota});
     }
     if (account->status != KA_ACCOUNT_ACTIVE) {
         ids();
@@ -156,6 +169,10 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                        KA_ID_TEXT_LEN, account_id);
     }
     out->entitlement_rpm = account->entitlement_rpm;
+    out->key_quota_period = key.quota.period;
+    out->key_quota_units = key.quota.units;
+    out->account_quota_period = account->quota.period;
+    out->account_quota_units = account->quota.units;
 
     for (size_t i = 0; i < n_scopes; i++) {
         std::string_view required(scopes[i].data, scopes[i].len);
@@ -226,6 +243,8 @@ void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len
     out->found = 0;
     out->requested_rpm = 0;
     out->entitlement_rpm = 0;
+    out->key_quota_period = out->account_quota_period = KA_QUOTA_NONE;
+    out->key_quota_units = out->account_quota_units = 0;
     out->missing_scope = {nullptr, 0};
     // Nothing on this path throws; the guard keeps that promise if it changes.
     try {

@@ -57,7 +57,14 @@ typedef struct {
      * of its roll chain (a rolled key never starts a fresh limit). */
     unsigned char  rate_id_bin[12];
     uint32_t       requested_rpm;
-    uint32_t       entitlement_rpm;
+    uint32_t       entitlement_rpm;   /* the account's effective rate */
+    /* Quotas in force (enum ka_quota_period; KA_QUOTA_NONE: none): the
+     * key's own (counted under rate_id_bin, so a roll chain shares it) and
+     * its account's effective one (its plan's, or its own). */
+    uint8_t        key_quota_period;
+    uint8_t        account_quota_period;
+    uint64_t       key_quota_units;
+    uint64_t       account_quota_units;
     /* The first required scope the key lacks, for WWW-Authenticate. */
     ka_str_t       missing_scope;
 } ka_auth_result_t;
@@ -172,6 +179,65 @@ void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns,
 /* Drops every key's count of requests spent since the last exchange (while
  * Redis is away, what is spent stays this edge's). */
 void ka_rate_table_discard_spent(void *table);
+
+/* ---- quotas: units used per period, in the quota ledger (quota_ledger.h),
+ * a file beside the usage store that every worker maps shared ---- */
+
+typedef struct ka_quota_ledger_s ka_quota_ledger_t;
+
+/* Opens (making it if missing) the ledger in the usage directory dir, which
+ * must exist. NULL on failure, with err filled. */
+ka_quota_ledger_t *ka_quota_open(const char *dir, char *err, size_t err_len);
+void ka_quota_close(ka_quota_ledger_t *ledger);
+/* Writes the ledger's changed pages to disk (the usage collection's). */
+int ka_quota_sync(ka_quota_ledger_t *ledger, char *err, size_t err_len);
+
+typedef enum {
+    KA_QUOTA_FREE = 0,      /* no quota in force, or the call costs nothing */
+    KA_QUOTA_ADMIT,         /* every quota has room */
+    KA_QUOTA_EXCEEDED,      /* 429 QUOTA_EXCEEDED: policy[refused] is used up */
+    KA_QUOTA_UNAVAILABLE    /* 503: no ledger, or no room in it; reason says */
+} ka_quota_verdict_e;
+
+#define KA_QUOTA_KEY     0
+#define KA_QUOTA_ACCOUNT 1
+
+typedef struct {
+    uint8_t   period;       /* KA_QUOTA_NONE: not in force */
+    uint16_t  tag;          /* the period charged */
+    uint64_t  units;
+    uint64_t  used;         /* in this period: after the charge once charged */
+    int64_t   reset_s;      /* seconds until the period ends (>= 1); -1: never */
+    int64_t   window_s;     /* the period's length; 0: total */
+    /* where its use lives (quota_ledger.h's QuotaRef) */
+    void     *word;
+    void     *seq;
+    uint32_t  seen;
+} ka_quota_policy_t;
+
+typedef struct {
+    ka_quota_verdict_e  verdict;
+    int                 refused;       /* KA_QUOTA_KEY or KA_QUOTA_ACCOUNT */
+    ka_quota_policy_t   policy[2];
+    char                reason[KA_REASON_LEN];
+} ka_quota_result_t;
+
+/* Checks, charging nothing, that each quota of an authenticated key has
+ * room for `need` units (the location's cost, or 1 when the upstream
+ * reports the cost; 0: free, nothing is looked at). ledger may be NULL. */
+void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key,
+    uint64_t need, int64_t now_ms, ka_quota_result_t *out);
+
+/* Charges cost units to every quota checked. fit: only if each still has
+ * room (else nothing is charged and out->verdict becomes KA_QUOTA_EXCEEDED,
+ * returning 0); otherwise charged whatever the balance (may go below 0).
+ * Returns 1 when charged. */
+int ka_quota_charge(ka_quota_ledger_t *ledger, const ka_auth_result_t *key,
+    ka_quota_result_t *q, uint64_t cost, int fit, int64_t now_ms);
+
+/* A reported cost: a decimal integer 0..KA_QUOTA_MAX_COST, else -1. */
+#define KA_QUOTA_MAX_COST 1000000000
+int64_t ka_quota_parse_cost(const char *text, size_t len);
 
 /* ---- rate limits shared across edges through Redis (shared_exchange.h):
  * one exchange at a time, driven by the glue's socket and timer ---- */

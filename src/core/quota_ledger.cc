@@ -1,0 +1,303 @@
+#include "quota_ledger.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "le.h"
+
+namespace keyauth {
+namespace {
+
+// The file: a page of header, then the slots.
+constexpr char kMagic[8] = {'K', 'A', 'Q', 'U', 'O', 'T', 'A', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 4096;
+constexpr size_t kSlotBytes = 64;
+constexpr uint64_t kMaxSlots = uint64_t{1} << 26;
+
+// Header: magic, u32 version, u32 slot size, u64 slots, u64 slots in use.
+constexpr size_t kSlotsAt = 16;
+constexpr size_t kInUseAt = 24;
+
+// Slot: u32 sequence (odd while its subject is written), u8 subject,
+// 3 reserved, 12 bytes of id, 4 reserved, u64 use word, 32 reserved.
+constexpr size_t kSeqAt = 0;
+constexpr size_t kSubjectAt = 4;
+constexpr size_t kIdAt = 8;
+constexpr size_t kWordAt = 24;
+
+constexpr uint64_t kUsedMask = (uint64_t{1} << 48) - 1;
+// Never a period's tag (TOTAL is 0xC000 alone): a slot being given to
+// another subject.
+constexpr uint16_t kMovingTag = 0xffff;
+
+uint16_t tag_of(uint64_t w) { return static_cast<uint16_t>(w >> 48); }
+uint64_t word_of(uint16_t tag, uint64_t used) { return uint64_t{tag} << 48 | (used & kUsedMask); }
+
+// A word whose period is over (or was never charged): its slot may serve
+// another subject. A total quota's never is.
+bool stale(uint64_t w, int64_t now_ms) {
+    const uint16_t tag = tag_of(w);
+    if (w == 0) return true;
+    const uint8_t period = static_cast<uint8_t>(tag >> 14);
+    if (period != KA_QUOTA_DAY && period != KA_QUOTA_MONTH) return false;
+    return tag != quota_period_tag(period, now_ms);
+}
+
+std::string errno_text(const char *what, const std::string &path) {
+    return std::string(what) + " " + path + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+struct QuotaLedger::Impl {
+    std::string path;
+    int fd = -1;
+    bool writable = false;
+    unsigned char *map = nullptr;
+    size_t map_len = 0;
+    uint64_t slots = 0;
+
+    unsigned char *slot(uint64_t i) const { return map + kHeaderBytes + i * kSlotBytes; }
+    static uint32_t *seq(unsigned char *s) { return reinterpret_cast<uint32_t *>(s + kSeqAt); }
+    static uint64_t *word(unsigned char *s) { return reinterpret_cast<uint64_t *>(s + kWordAt); }
+    uint64_t *in_use() const { return reinterpret_cast<uint64_t *>(map + kInUseAt); }
+
+    uint64_t home(QuotaSubject subject, const unsigned char *id) const {
+        // The ids' last six bytes are random.
+        uint64_t h = 0;
+        for (int i = 4; i < KA_ID_LEN; i++) h = h << 8 | id[i];
+        h = (h ^ static_cast<uint64_t>(subject)) * 0x9e3779b97f4a7c15ull;
+        return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * slots) >> 64);
+    }
+
+    static bool holds(unsigned char *s, QuotaSubject subject, const unsigned char *id) {
+        return __atomic_load_n(s + kSubjectAt, __ATOMIC_RELAXED) == static_cast<uint8_t>(subject) &&
+               std::memcmp(s + kIdAt, id, KA_ID_LEN) == 0;
+    }
+
+    enum class Probe { kFound, kAbsent, kUnsure };
+
+    // Lock-free: the subject's slot, kAbsent at the first never-used slot,
+    // kUnsure when a slot was being rewritten or the window ended.
+    Probe probe(QuotaSubject subject, const unsigned char *id, QuotaRef &out) const {
+        const uint64_t h = home(subject, id);
+        for (uint32_t i = 0; i < kProbeLimit && i < slots; i++) {
+            unsigned char *s = slot((h + i) % slots);
+            const uint32_t seq1 = __atomic_load_n(seq(s), __ATOMIC_ACQUIRE);
+            if (seq1 == 0) return Probe::kAbsent;
+            if (seq1 & 1) return Probe::kUnsure;
+            if (holds(s, subject, id)) {
+                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                if (__atomic_load_n(seq(s), __ATOMIC_RELAXED) != seq1) return Probe::kUnsure;
+                out = QuotaRef{word(s), seq(s), seq1};
+                return Probe::kFound;
+            }
+        }
+        return Probe::kUnsure;
+    }
+
+    // Under the file lock, so no other process writes a slot's subject:
+    // finds the subject or gives it the first slot of its window that is
+    // never used or whose period is over.
+    bool claim(QuotaSubject subject, const unsigned char *id, int64_t now_ms, QuotaRef &out) {
+        const uint64_t h = home(subject, id);
+        for (uint32_t i = 0; i < kProbeLimit && i < slots; i++) {
+            unsigned char *s = slot((h + i) % slots);
+            uint32_t *sq = seq(s);
+            const uint32_t n = __atomic_load_n(sq, __ATOMIC_ACQUIRE);
+            if (n != 0 && holds(s, subject, id)) {
+                out = QuotaRef{word(s), sq, n};
+                return true;
+            }
+            uint64_t w = __atomic_load_n(word(s), __ATOMIC_ACQUIRE);
+            if (n != 0) {
+                // A live subject's slot, unless its period is over and no
+                // charge lands first (a charge swaps the word it expects).
+                if (!stale(w, now_ms) ||
+                    !__atomic_compare_exchange_n(word(s), &w, word_of(kMovingTag, 0), false,
+                                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                    continue;
+                }
+            } else {
+                __atomic_fetch_add(in_use(), 1, __ATOMIC_RELAXED);
+            }
+            __atomic_store_n(sq, n + 1, __ATOMIC_RELEASE);
+            __atomic_store_n(s + kSubjectAt, static_cast<uint8_t>(subject), __ATOMIC_RELAXED);
+            std::memcpy(s + kIdAt, id, KA_ID_LEN);
+            __atomic_store_n(sq, n + 2, __ATOMIC_RELEASE);
+            __atomic_store_n(word(s), uint64_t{0}, __ATOMIC_RELEASE);
+            out = QuotaRef{word(s), sq, n + 2};
+            return true;
+        }
+        return false;
+    }
+};
+
+QuotaLedger::QuotaLedger() : impl_(new Impl()) {}
+
+QuotaLedger::~QuotaLedger() {
+    if (impl_->map) munmap(impl_->map, impl_->map_len);
+    if (impl_->fd >= 0) close(impl_->fd);
+}
+
+std::unique_ptr<QuotaLedger> QuotaLedger::open(const std::string &path, bool writable,
+                                               std::string &err, uint64_t slots) {
+    std::unique_ptr<QuotaLedger> l(new QuotaLedger());
+    Impl &m = *l->impl_;
+    m.path = path;
+    m.writable = writable;
+    m.fd = ::open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0640);
+    if (m.fd < 0) {
+        err = errno_text("cannot open the quota ledger", path);
+        return nullptr;
+    }
+    struct Unlock {
+        int fd;
+        bool held;
+        ~Unlock() {
+            if (held) flock(fd, LOCK_UN);
+        }
+    } lock{m.fd, writable && flock(m.fd, LOCK_EX) == 0};
+    if (writable && !lock.held) {
+        err = errno_text("cannot lock the quota ledger", path);
+        return nullptr;
+    }
+    struct stat st;
+    if (fstat(m.fd, &st) != 0) {
+        err = errno_text("cannot stat the quota ledger", path);
+        return nullptr;
+    }
+    unsigned char header[kHeaderBytes] = {};
+    if (st.st_size == 0 && writable) {
+        if (slots == 0 || slots > kMaxSlots) {
+            err = "quota ledger slots out of range";
+            return nullptr;
+        }
+        const off_t size = static_cast<off_t>(kHeaderBytes + slots * kSlotBytes);
+        const int rc = posix_fallocate(m.fd, 0, size);
+        if (rc != 0) {
+            errno = rc;
+            err = errno_text("cannot allocate the quota ledger", path);
+            if (ftruncate(m.fd, 0) != 0) err += " (and cannot empty it again)";
+            return nullptr;
+        }
+        std::memcpy(header, kMagic, sizeof kMagic);
+        store_le<uint32_t>(header + 8, kVersion);
+        store_le<uint32_t>(header + 12, kSlotBytes);
+        store_le<uint64_t>(header + kSlotsAt, slots);
+        if (pwrite(m.fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+            fdatasync(m.fd) != 0) {
+            err = errno_text("cannot write the quota ledger", path);
+            return nullptr;
+        }
+        st.st_size = size;
+    } else if (pread(m.fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
+        err = "the quota ledger " + path + " is shorter than its header";
+        return nullptr;
+    }
+    m.slots = load_le<uint64_t>(header + kSlotsAt);
+    if (std::memcmp(header, kMagic, sizeof kMagic) != 0 || load_le<uint32_t>(header + 8) != kVersion ||
+        load_le<uint32_t>(header + 12) != kSlotBytes || m.slots == 0 || m.slots > kMaxSlots ||
+        static_cast<uint64_t>(st.st_size) < kHeaderBytes + m.slots * kSlotBytes) {
+        err = "the quota ledger " + path + " is not one this build reads";
+        return nullptr;
+    }
+    m.map_len = kHeaderBytes + m.slots * kSlotBytes;
+    void *p = mmap(nullptr, m.map_len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+                   m.fd, 0);
+    if (p == MAP_FAILED) {
+        err = errno_text("cannot map the quota ledger", path);
+        return nullptr;
+    }
+    m.map = static_cast<unsigned char *>(p);
+    return l;
+}
+
+uint64_t QuotaLedger::used(QuotaSubject subject, const unsigned char *id, uint16_t tag) const
+    noexcept {
+    QuotaRef ref;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        Impl::Probe p = impl_->probe(subject, id, ref);
+        if (p == Impl::Probe::kFound) return used_in(ref, tag);
+        if (p == Impl::Probe::kAbsent) return 0;
+    }
+    return 0;
+}
+
+bool QuotaLedger::find(QuotaSubject subject, const unsigned char *id, int64_t now_ms,
+                       QuotaRef &out) noexcept {
+    if (impl_->probe(subject, id, out) == Impl::Probe::kFound) return true;
+    if (!impl_->writable || flock(impl_->fd, LOCK_EX) != 0) return false;
+    const bool ok = impl_->claim(subject, id, now_ms, out);
+    flock(impl_->fd, LOCK_UN);
+    return ok;
+}
+
+uint64_t QuotaLedger::used_in(const QuotaRef &ref, uint16_t tag) noexcept {
+    const uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
+    return tag_of(w) == tag ? w & kUsedMask : 0;
+}
+
+QuotaLedger::Charge QuotaLedger::charge(QuotaSubject subject, const unsigned char *id,
+                                        QuotaRef &ref, uint16_t tag, uint64_t cost,
+                                        uint64_t units, bool fit, int64_t now_ms,
+                                        uint64_t *used_after) noexcept {
+    for (int moved = 0; moved < 4; moved++) {
+        uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
+        while (__atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen && tag_of(w) != kMovingTag) {
+            const uint64_t used = tag_of(w) == tag ? w & kUsedMask : 0;
+            if (fit && (cost > units || used > units - cost)) {
+                *used_after = used;
+                return Charge::kNoRoom;
+            }
+            const uint64_t after = used + cost > kUsedMask ? kUsedMask : used + cost;
+            if (__atomic_compare_exchange_n(ref.word, &w, word_of(tag, after), false,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                *used_after = after;
+                return Charge::kCharged;
+            }
+        }
+        // The slot went to another subject (its period looked over): find
+        // this subject's again.
+        if (!find(subject, id, now_ms, ref)) break;
+    }
+    *used_after = 0;
+    return Charge::kNoRoom;
+}
+
+void QuotaLedger::refund(const QuotaRef &ref, uint16_t tag, uint64_t cost) noexcept {
+    uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
+    // A slot charged this period is not stale, so it cannot have moved.
+    while (tag_of(w) == tag && __atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen) {
+        const uint64_t used = w & kUsedMask;
+        const uint64_t after = used > cost ? used - cost : 0;
+        if (__atomic_compare_exchange_n(ref.word, &w, word_of(tag, after), false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            return;
+        }
+    }
+}
+
+bool QuotaLedger::sync(std::string &err) noexcept {
+    if (!impl_->writable) return true;
+    if (msync(impl_->map, impl_->map_len, MS_SYNC) != 0) {
+        err = errno_text("cannot sync the quota ledger", impl_->path);
+        return false;
+    }
+    return true;
+}
+
+uint64_t QuotaLedger::slots() const noexcept { return impl_->slots; }
+
+uint64_t QuotaLedger::slots_in_use() const noexcept {
+    return __atomic_load_n(impl_->in_use(), __ATOMIC_RELAXED);
+}
+
+}  // namespace keyauth

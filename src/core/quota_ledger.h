@@ -1,0 +1,86 @@
+// The quota ledger: what each key and account with a quota has used in its
+// current period, in a file every nginx worker maps shared (beside the usage
+// store: "<keyauth_usage_db>/quota.ledger"). A file, not the keyauth_zone:
+// the counts carry on across reloads, binary upgrades (the old and the new
+// master's workers map the same pages) and restarts, and the kernel writes
+// them back; the collector syncs it every usage interval (what a power loss
+// can cost is docs/RELIABILITY.md's). keyauthd maps it read-only to show
+// `used` and `remaining`.
+//
+// Each subject (a key or an account) has a 64-byte slot; its use is one
+// 64-bit word, the period's tag (quota_period.h) in the top 16 bits and the
+// units used in the low 48, so a charge is one compare-and-swap and a new
+// period starts at 0 without any reset step. A slot is never reused while
+// its period has not ended (a total quota's never), so no zone size or
+// eviction refills a quota. Finding a new subject's slot takes the file's
+// lock (flock) once; everything else is lock-free.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "quota_period.h"
+
+namespace keyauth {
+
+enum class QuotaSubject : uint8_t { kKey = 1, kAccount = 2 };
+
+// A subject's slot as found: its use word, and the slot's sequence as seen
+// (a slot reused for another subject since then is noticed by charge()).
+struct QuotaRef {
+    uint64_t *word = nullptr;
+    uint32_t *seq = nullptr;
+    uint32_t seen = 0;
+};
+
+class QuotaLedger {
+public:
+    static constexpr uint64_t kDefaultSlots = 1u << 18;  // 16 MiB, allocated at creation
+    static constexpr uint32_t kProbeLimit = 64;
+    // A reported cost above this is malformed (the edge charges its static cost).
+    static constexpr uint64_t kMaxCost = 1000000000;
+
+    enum class Charge { kCharged, kNoRoom };
+
+    // Opens PATH, making it (with `slots` slots, mode 0640, its disk blocks
+    // allocated so that a full disk never faults a worker) if missing and
+    // writable. nullptr with err filled on failure.
+    static std::unique_ptr<QuotaLedger> open(const std::string &path, bool writable,
+                                             std::string &err, uint64_t slots = kDefaultSlots);
+    ~QuotaLedger();
+    QuotaLedger(const QuotaLedger &) = delete;
+    QuotaLedger &operator=(const QuotaLedger &) = delete;
+
+    // Units used in the period `tag` (0 if the subject has no slot, or its
+    // slot holds another period).
+    uint64_t used(QuotaSubject subject, const unsigned char *id, uint16_t tag) const noexcept;
+
+    // Finds the subject's slot, making one (under the file lock) if it has
+    // none; false when the ledger has no room for it, or is read-only.
+    bool find(QuotaSubject subject, const unsigned char *id, int64_t now_ms,
+              QuotaRef &out) noexcept;
+
+    // What the slot has used in period `tag`.
+    static uint64_t used_in(const QuotaRef &ref, uint16_t tag) noexcept;
+    // Adds cost to period `tag`: only if used + cost <= units (fit), or
+    // unconditionally (saturating at 2^48 - 1). *used_after is the period's
+    // use after it (or as found, when it did not fit).
+    Charge charge(QuotaSubject subject, const unsigned char *id, QuotaRef &ref, uint16_t tag,
+                  uint64_t cost, uint64_t units, bool fit, int64_t now_ms,
+                  uint64_t *used_after) noexcept;
+    // Takes back a charge of period `tag` (nothing if its period ended).
+    static void refund(const QuotaRef &ref, uint16_t tag, uint64_t cost) noexcept;
+
+    // msync: the collector's, off the request path.
+    bool sync(std::string &err) noexcept;
+    uint64_t slots() const noexcept;
+    uint64_t slots_in_use() const noexcept;
+
+private:
+    QuotaLedger();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keyauth

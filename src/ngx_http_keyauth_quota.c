@@ -1,0 +1,450 @@
+#include "ngx_http_keyauth_quota.h"
+#include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_status.h"
+
+
+/* a ledger that cannot be opened is tried again this often */
+#define NGX_HTTP_KEYAUTH_QUOTA_RETRY_MSEC  1000
+/* a bad reported cost, or a failing sync, is logged at most this often */
+#define NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC    60000
+
+
+static void ngx_http_keyauth_quota_open(ngx_event_t *ev);
+static ngx_int_t ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
+
+
+/* Every worker maps the ledger of its usage directory. */
+static ka_quota_ledger_t             *ngx_http_keyauth_ledger;
+static ngx_event_t                    ngx_http_keyauth_quota_event;
+static ngx_msec_t                     ngx_http_keyauth_cost_next_log;
+static ngx_msec_t                     ngx_http_keyauth_quota_next_log;
+
+static ngx_str_t  ngx_http_keyauth_retry_after = ngx_string("Retry-After");
+
+
+char *
+ngx_http_keyauth_cost(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_loc_conf_t  *klcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (klcf->cost != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    n = ngx_atoi(value[1].data, value[1].len);
+
+    if (n == NGX_ERROR || n > KA_QUOTA_MAX_COST) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"keyauth_cost\" \"%V\": expected units "
+                           "from 0 to %d", &value[1], KA_QUOTA_MAX_COST);
+        return NGX_CONF_ERROR;
+    }
+
+    klcf->cost = n;
+
+    return NGX_CONF_OK;
+}
+
+
+char *
+ngx_http_keyauth_cost_header(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_keyauth_loc_conf_t  *klcf = conf;
+
+    u_char       c;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (klcf->cost_header.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    for (i = 0; i < value[1].len; i++) {
+        c = ngx_tolower(value[1].data[i]);
+
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
+              || c == '_'))
+        {
+            break;
+        }
+    }
+
+    if (value[1].len == 0 || value[1].len > 64 || i != value[1].len) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"keyauth_cost_header\" \"%V\": expected "
+                           "a header name of letters, digits, '-' and '_'",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    klcf->cost_header = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+ngx_int_t
+ngx_http_keyauth_quota_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
+    if (kmcf == NULL || kmcf->db_path.data == NULL
+        || kmcf->usage_db.len == 0)
+    {
+        return NGX_OK;
+    }
+
+    ngx_http_keyauth_quota_event.handler = ngx_http_keyauth_quota_open;
+    ngx_http_keyauth_quota_event.log = cycle->log;
+    ngx_http_keyauth_quota_event.data = kmcf;
+    ngx_http_keyauth_quota_event.cancelable = 1;
+
+    /* before the first request; if it fails, a timer tries again, never a
+     * request */
+    ngx_http_keyauth_quota_open(&ngx_http_keyauth_quota_event);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_keyauth_quota_open(ngx_event_t *ev)
+{
+    char                           err[256];
+    ngx_http_keyauth_main_conf_t  *kmcf = ev->data;
+
+    ngx_http_keyauth_ledger = ka_quota_open((const char *) kmcf->usage_db.data,
+                                            err, sizeof(err));
+    if (ngx_http_keyauth_ledger != NULL) {
+        return;
+    }
+
+    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_quota_next_log)
+        >= 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, ev->log, 0,
+                      "keyauth: cannot open the quota ledger in \"%V\": %s; "
+                      "keys and accounts with a quota are refused with 503 "
+                      "until it opens", &kmcf->usage_db, err);
+        ngx_http_keyauth_quota_next_log = ngx_current_msec
+                                          + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
+    }
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(ev, NGX_HTTP_KEYAUTH_QUOTA_RETRY_MSEC);
+    }
+}
+
+
+void
+ngx_http_keyauth_quota_exit_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_keyauth_ledger != NULL) {
+        ka_quota_close(ngx_http_keyauth_ledger);
+        ngx_http_keyauth_ledger = NULL;
+    }
+}
+
+
+void
+ngx_http_keyauth_quota_sync(ngx_log_t *log)
+{
+    char  err[256];
+
+    if (ngx_http_keyauth_ledger == NULL
+        || ka_quota_sync(ngx_http_keyauth_ledger, err, sizeof(err)) == 0)
+    {
+        return;
+    }
+
+    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_quota_next_log)
+        >= 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "keyauth: %s", err);
+        ngx_http_keyauth_quota_next_log = ngx_current_msec
+                                          + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
+    }
+}
+
+
+ngx_int_t
+ngx_http_keyauth_quota_check(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
+    int64_t now_ms)
+{
+    uint64_t                      need;
+    ngx_int_t                     rc;
+    ngx_str_t                     code, message;
+    ngx_http_keyauth_loc_conf_t  *klcf;
+
+    klcf = ngx_http_get_module_loc_conf(r, ngx_http_keyauth_module);
+
+    ctx->cost = klcf->cost;
+    ctx->cost_header = klcf->cost_header.len ? &klcf->cost_header : NULL;
+
+    /* a metered call is admitted while a unit remains */
+    need = ctx->cost_header ? 1 : ctx->cost;
+
+    ka_quota_check(ngx_http_keyauth_ledger, &ctx->auth, need, now_ms,
+                   &ctx->quota);
+
+    switch (ctx->quota.verdict) {
+
+    case KA_QUOTA_FREE:
+        return NGX_OK;
+
+    case KA_QUOTA_ADMIT:
+        ctx->quota_checked = 1;
+        return NGX_OK;
+
+    case KA_QUOTA_EXCEEDED:
+        ctx->quota_checked = 1;
+        return ngx_http_keyauth_quota_refuse(r, kmcf, ctx);
+
+    default: /* KA_QUOTA_UNAVAILABLE */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "keyauth: %s; refused with 503", ctx->quota.reason);
+        ctx->outcome = NGX_HTTP_KEYAUTH_UNAVAILABLE;
+        ngx_str_set(&code, "AUTH_UNAVAILABLE");
+        ngx_str_set(&message, "API key authentication is temporarily "
+                              "unavailable");
+        rc = ngx_http_keyauth_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                         &code, &message);
+        ngx_http_finalize_request(r, rc);
+        return NGX_DONE;
+    }
+}
+
+
+ngx_int_t
+ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
+    int64_t now_ms)
+{
+    if (!ctx->quota_checked) {
+        return NGX_OK;
+    }
+
+    if (ctx->cost_header) {
+        ctx->quota_pending = 1;
+        return NGX_OK;
+    }
+
+    if (ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
+                        ctx->cost, 1, now_ms))
+    {
+        ngx_http_keyauth_count_units(kmcf, ctx->cost);
+        return NGX_OK;
+    }
+
+    return ngx_http_keyauth_quota_refuse(r, kmcf, ctx);
+}
+
+
+/* 429 QUOTA_EXCEEDED; Retry-After reaches the latest reset of the quotas
+ * used up, none if one of them never refills. */
+static ngx_int_t
+ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+{
+    u_char             *p;
+    char                id[KA_ID_TEXT_LEN];
+    int64_t             retry, left;
+    ngx_int_t           rc;
+    ngx_str_t           code, message, value;
+    ngx_uint_t          i;
+    ka_quota_policy_t  *q;
+
+    ctx->outcome = NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED;
+
+    retry = 0;
+
+    for (i = 0; i < 2; i++) {
+        q = &ctx->quota.policy[i];
+        left = (int64_t) q->units - (int64_t) q->used;
+
+        if (q->period == KA_QUOTA_NONE
+            || (left > 0 && (uint64_t) left >= (ctx->cost_header ? 1 : ctx->cost)))
+        {
+            continue;
+        }
+
+        if (q->reset_s < 0) {
+            retry = -1;
+            break;
+        }
+
+        retry = ngx_max(retry, q->reset_s);
+    }
+
+    if (r->connection->log->log_level >= NGX_LOG_INFO) {
+        if (ctx->quota.refused == KA_QUOTA_KEY) {
+            ka_format_key_id(ctx->auth.key_id_bin, id);
+        } else {
+            ka_format_account_id(ctx->auth.account_id_bin, id);
+        }
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "keyauth: %*s has used its quota of %uL units",
+                      (size_t) KA_ID_TEXT_LEN, id,
+                      ctx->quota.policy[ctx->quota.refused].units);
+    }
+
+    if (retry > 0) {
+        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        value.data = p;
+        value.len = ngx_sprintf(p, "%L", retry) - p;
+
+        if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_retry_after,
+                                        &value)
+            == NULL)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    ngx_str_set(&code, "QUOTA_EXCEEDED");
+
+    if (retry < 0) {
+        ngx_str_set(&message, "This API key has used all of its units; "
+                              "they do not refill");
+    } else if (ctx->quota.refused == KA_QUOTA_KEY) {
+        ngx_str_set(&message, "This API key has used its quota for the "
+                              "period; retry after the Retry-After delay");
+    } else {
+        ngx_str_set(&message, "The account of this API key has used its "
+                              "quota for the period; retry after the "
+                              "Retry-After delay");
+    }
+
+    rc = ngx_http_keyauth_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, &code,
+                                     &message);
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+void
+ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    int64_t                        cost, now_ms;
+    ngx_str_t                     *name, *found;
+    ngx_uint_t                     i;
+    ngx_time_t                    *tp;
+    ngx_list_part_t               *part;
+    ngx_table_elt_t               *h;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    ctx->quota_pending = 0;
+    name = ctx->cost_header;
+    found = NULL;
+
+    /* the first of the header's values counts; none reaches the client */
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || h[i].key.len != name->len
+            || ngx_strncasecmp(h[i].key.data, name->data, name->len) != 0)
+        {
+            continue;
+        }
+
+        h[i].hash = 0;
+
+        if (found == NULL) {
+            found = &h[i].value;
+        }
+    }
+
+    cost = found ? ka_quota_parse_cost((const char *) found->data, found->len)
+                 : -1;
+
+    if (cost < 0) {
+        cost = (int64_t) ctx->cost;
+
+        if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_cost_next_log)
+            >= 0)
+        {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "keyauth: the upstream's answer has %s \"%V\" "
+                          "(expected units from 0 to %d); charged "
+                          "keyauth_cost %L (logged once a minute)",
+                          found ? "a malformed" : "no", name,
+                          KA_QUOTA_MAX_COST, cost);
+            ngx_http_keyauth_cost_next_log = ngx_current_msec
+                                             + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
+        }
+    }
+
+    tp = ngx_timeofday();
+    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+
+    /* the balance may go below zero: the next call waits for the period */
+    (void) ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
+                           (uint64_t) cost, 0, now_ms);
+
+    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
+    ngx_http_keyauth_count_units(kmcf, (uint64_t) cost);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_quota_remaining(ngx_http_keyauth_ctx_t *ctx,
+    int64_t *remaining)
+{
+    int64_t             left;
+    ngx_uint_t          i, any;
+    ka_quota_policy_t  *q;
+
+    any = 0;
+
+    for (i = 0; ctx->quota_checked && i < 2; i++) {
+        q = &ctx->quota.policy[i];
+
+        if (q->period == KA_QUOTA_NONE) {
+            continue;
+        }
+
+        left = (int64_t) q->units - (int64_t) q->used;
+
+        if (!any || left < *remaining) {
+            *remaining = left;
+        }
+
+        any = 1;
+    }
+
+    return any;
+}

@@ -1,0 +1,47 @@
+/*
+ * Quotas: units a key and its account may use a period, counted in the
+ * quota ledger (a file every worker maps, see src/core/quota_ledger.h).
+ * keyauth_cost / keyauth_cost_header say what a call costs; the check comes
+ * before the rate limit and charges nothing, the charge after it (or, for a
+ * call whose upstream reports its cost, when the answer's header arrives).
+ */
+#ifndef NGX_HTTP_KEYAUTH_QUOTA_H
+#define NGX_HTTP_KEYAUTH_QUOTA_H
+
+#include "ngx_http_keyauth_module.h"
+
+
+char *ngx_http_keyauth_cost(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_keyauth_cost_header(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+ngx_int_t ngx_http_keyauth_quota_init_process(ngx_cycle_t *cycle);
+void ngx_http_keyauth_quota_exit_process(ngx_cycle_t *cycle);
+
+/* The usage collection's: the ledger's pages to disk. */
+void ngx_http_keyauth_quota_sync(ngx_log_t *log);
+
+/* Before the rate: NGX_OK to go on, or what the access handler returns
+ * (429 QUOTA_EXCEEDED or 503 sent, ctx->outcome set). */
+ngx_int_t ngx_http_keyauth_quota_check(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
+    int64_t now_ms);
+
+/* After the rate admitted the call: the static cost is charged (NGX_OK), or
+ * the call is refused as above when another worker took the last units;
+ * a metered call is left pending for the header filter. */
+ngx_int_t ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
+    int64_t now_ms);
+
+/* The header filter's: charges a metered call what its upstream reported
+ * and strips that header from the client's answer. */
+void ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx);
+
+/* The lowest balance of the quotas in force (may be negative); 0 if none. */
+ngx_int_t ngx_http_keyauth_quota_remaining(ngx_http_keyauth_ctx_t *ctx,
+    int64_t *remaining);
+
+
+#endif /* NGX_HTTP_KEYAUTH_QUOTA_H */

@@ -1,0 +1,220 @@
+// The quota ledger and its calendar: periods, charges that fit or overshoot,
+// many processes charging one quota, slots reused only once their period is
+// over, and a read-only view (keyauthd's).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "keyauth_core.h"
+#include "quota_ledger.h"
+#include "quota_period.h"
+#include "temp_dir.h"
+
+using namespace keyauth;
+using keyauth::testing::TempDir;
+
+namespace {
+
+// 2026-11-30T23:59:59.999Z and the instant after it.
+constexpr int64_t kLastMsOfNovember = 1796083199999;
+constexpr int64_t kDecemberFirst = 1796083200000;
+
+std::array<unsigned char, KA_ID_LEN> id_of(uint64_t n) {
+    std::array<unsigned char, KA_ID_LEN> id{};
+    for (int i = 0; i < 8; i++) id[KA_ID_LEN - 1 - i] = static_cast<unsigned char>(n >> (8 * i));
+    return id;
+}
+
+}  // namespace
+
+TEST(QuotaPeriod, CalendarUtcBoundaries) {
+    EXPECT_EQ(quota_period_end_ms(KA_QUOTA_MONTH, kLastMsOfNovember), kDecemberFirst);
+    EXPECT_EQ(quota_period_end_ms(KA_QUOTA_DAY, kLastMsOfNovember), kDecemberFirst);
+    EXPECT_NE(quota_period_tag(KA_QUOTA_MONTH, kLastMsOfNovember),
+              quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst));
+    EXPECT_EQ(quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst),
+              quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst + 30LL * 86400000 + 86399999));
+    EXPECT_EQ(quota_period_seconds(KA_QUOTA_MONTH, kLastMsOfNovember), 30 * 86400);
+    EXPECT_EQ(quota_period_seconds(KA_QUOTA_MONTH, kDecemberFirst), 31 * 86400);
+    // February of a leap year, and the year's turn.
+    const int64_t feb_2028 = 1832976000000;  // 2028-02-01T00:00:00Z
+    EXPECT_EQ(quota_period_seconds(KA_QUOTA_MONTH, feb_2028), 29 * 86400);
+    const int64_t dec_31_2026 = 1798675200000;  // 2026-12-31T00:00:00Z
+    EXPECT_EQ(quota_period_end_ms(KA_QUOTA_MONTH, dec_31_2026), 1798761600000);  // 2027-01-01
+    EXPECT_EQ(quota_period_end_ms(KA_QUOTA_TOTAL, dec_31_2026), -1);
+    EXPECT_EQ(quota_period_tag(KA_QUOTA_TOTAL, 0), quota_period_tag(KA_QUOTA_TOTAL, dec_31_2026));
+    EXPECT_NE(quota_period_tag(KA_QUOTA_DAY, dec_31_2026), quota_period_tag(KA_QUOTA_MONTH, dec_31_2026));
+}
+
+TEST(QuotaLedger, ChargesFitThenOvershootOnlyWhenMetered) {
+    TempDir dir;
+    std::string err;
+    auto l = QuotaLedger::open(dir.sub("q"), true, err, 1024);
+    ASSERT_TRUE(l) << err;
+    const auto id = id_of(7);
+    QuotaRef ref;
+    ASSERT_TRUE(l->find(QuotaSubject::kKey, id.data(), kLastMsOfNovember, ref));
+    const uint16_t nov = quota_period_tag(KA_QUOTA_MONTH, kLastMsOfNovember);
+    uint64_t used = 0;
+    EXPECT_EQ(l->charge(QuotaSubject::kKey, id.data(), ref, nov, 60, 100, true, kLastMsOfNovember, &used),
+              QuotaLedger::Charge::kCharged);
+    EXPECT_EQ(used, 60u);
+    EXPECT_EQ(l->charge(QuotaSubject::kKey, id.data(), ref, nov, 41, 100, true, kLastMsOfNovember, &used),
+              QuotaLedger::Charge::kNoRoom);
+    EXPECT_EQ(used, 60u);
+    EXPECT_EQ(l->charge(QuotaSubject::kKey, id.data(), ref, nov, 40, 100, true, kLastMsOfNovember, &used),
+              QuotaLedger::Charge::kCharged);
+    // A metered call may take the balance below zero.
+    EXPECT_EQ(l->charge(QuotaSubject::kKey, id.data(), ref, nov, 7, 100, false, kLastMsOfNovember, &used),
+              QuotaLedger::Charge::kCharged);
+    EXPECT_EQ(l->used(QuotaSubject::kKey, id.data(), nov), 107u);
+    // The account of the same id is another subject.
+    EXPECT_EQ(l->used(QuotaSubject::kAccount, id.data(), nov), 0u);
+    // December starts at zero, with no reset step.
+    const uint16_t dec = quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst);
+    EXPECT_EQ(QuotaLedger::used_in(ref, dec), 0u);
+    EXPECT_EQ(l->charge(QuotaSubject::kKey, id.data(), ref, dec, 1, 100, true, kDecemberFirst, &used),
+              QuotaLedger::Charge::kCharged);
+    EXPECT_EQ(used, 1u);
+    QuotaLedger::refund(ref, dec, 1);
+    EXPECT_EQ(l->used(QuotaSubject::kKey, id.data(), dec), 0u);
+    // A refund of a period that ended takes nothing from the new one.
+    l->charge(QuotaSubject::kKey, id.data(), ref, dec, 5, 100, true, kDecemberFirst, &used);
+    QuotaLedger::refund(ref, nov, 5);
+    EXPECT_EQ(l->used(QuotaSubject::kKey, id.data(), dec), 5u);
+}
+
+// What survives the process: another open (a restart, the new master of a
+// binary upgrade) sees every unit, and keyauthd's read-only view too.
+TEST(QuotaLedger, CountsSurviveReopenAndReadOnlyViewSeesThem) {
+    TempDir dir;
+    std::string err;
+    const auto id = id_of(42);
+    const uint16_t tag = quota_period_tag(KA_QUOTA_DAY, kDecemberFirst);
+    {
+        auto l = QuotaLedger::open(dir.sub("q"), true, err, 64);
+        ASSERT_TRUE(l) << err;
+        QuotaRef ref;
+        ASSERT_TRUE(l->find(QuotaSubject::kAccount, id.data(), kDecemberFirst, ref));
+        uint64_t used;
+        l->charge(QuotaSubject::kAccount, id.data(), ref, tag, 9, 10, true, kDecemberFirst, &used);
+        ASSERT_TRUE(l->sync(err)) << err;
+    }
+    auto again = QuotaLedger::open(dir.sub("q"), true, err);  // its own size wins
+    ASSERT_TRUE(again) << err;
+    EXPECT_EQ(again->slots(), 64u);
+    EXPECT_EQ(again->used(QuotaSubject::kAccount, id.data(), tag), 9u);
+    auto ro = QuotaLedger::open(dir.sub("q"), false, err);
+    ASSERT_TRUE(ro) << err;
+    EXPECT_EQ(ro->used(QuotaSubject::kAccount, id.data(), tag), 9u);
+    QuotaRef ref;
+    EXPECT_FALSE(ro->find(QuotaSubject::kKey, id_of(43).data(), kDecemberFirst, ref));
+}
+
+TEST(QuotaLedger, RefusesFilesItDoesNotRead) {
+    TempDir dir;
+    std::string err;
+    {
+        FILE *f = fopen(dir.sub("q").c_str(), "w");
+        fputs("not a ledger at all, but long enough? no.", f);
+        fclose(f);
+    }
+    EXPECT_FALSE(QuotaLedger::open(dir.sub("q"), true, err));
+    EXPECT_NE(err.find("shorter than its header"), std::string::npos) << err;
+    EXPECT_FALSE(QuotaLedger::open(dir.sub("missing/q"), true, err));
+    EXPECT_NE(err.find("cannot open"), std::string::npos) << err;
+}
+
+// Four processes charge one 1,000-unit quota with 3,000 calls: exactly 1,000
+// are admitted, whatever the interleaving.
+TEST(QuotaLedger, ProcessesNeverAdmitMoreThanTheQuota) {
+    TempDir dir;
+    std::string err;
+    ASSERT_TRUE(QuotaLedger::open(dir.sub("q"), true, err, 256)) << err;
+    const auto id = id_of(99);
+    const uint16_t tag = quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst);
+    std::vector<pid_t> kids;
+    int pipes[4][2];
+    for (int k = 0; k < 4; k++) {
+        ASSERT_EQ(pipe(pipes[k]), 0);
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            std::string e;
+            auto l = QuotaLedger::open(dir.sub("q"), true, e);
+            uint32_t admitted = 0;
+            for (int i = 0; l && i < 750; i++) {
+                QuotaRef ref;
+                uint64_t used;
+                if (l->find(QuotaSubject::kAccount, id.data(), kDecemberFirst, ref) &&
+                    l->charge(QuotaSubject::kAccount, id.data(), ref, tag, 1, 1000, true,
+                              kDecemberFirst, &used) == QuotaLedger::Charge::kCharged) {
+                    admitted++;
+                }
+            }
+            if (write(pipes[k][1], &admitted, sizeof admitted) != sizeof admitted) _exit(2);
+            _exit(l ? 0 : 1);
+        }
+        kids.push_back(pid);
+    }
+    uint32_t total = 0;
+    for (int k = 0; k < 4; k++) {
+        int status = 0;
+        ASSERT_EQ(waitpid(kids[k], &status, 0), kids[k]);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        uint32_t admitted = 0;
+        ASSERT_EQ(read(pipes[k][0], &admitted, sizeof admitted), static_cast<ssize_t>(sizeof admitted));
+        total += admitted;
+        close(pipes[k][0]);
+        close(pipes[k][1]);
+    }
+    EXPECT_EQ(total, 1000u);
+    auto l = QuotaLedger::open(dir.sub("q"), false, err);
+    EXPECT_EQ(l->used(QuotaSubject::kAccount, id.data(), tag), 1000u);
+}
+
+// A full window refuses a new subject (the edge fails closed) rather than
+// take a slot whose period still has use; once that period is over, the
+// slot serves another subject, and a total quota's never does.
+TEST(QuotaLedger, SlotsAreReusedOnlyOnceTheirPeriodIsOver) {
+    TempDir dir;
+    std::string err;
+    auto l = QuotaLedger::open(dir.sub("q"), true, err, QuotaLedger::kProbeLimit);
+    ASSERT_TRUE(l) << err;
+    const uint16_t day = quota_period_tag(KA_QUOTA_DAY, kLastMsOfNovember);
+    const uint16_t total = quota_period_tag(KA_QUOTA_TOTAL, kLastMsOfNovember);
+    uint64_t used;
+    for (uint64_t n = 0; n < QuotaLedger::kProbeLimit; n++) {
+        QuotaRef ref;
+        const auto id = id_of(1000 + n);
+        ASSERT_TRUE(l->find(QuotaSubject::kKey, id.data(), kLastMsOfNovember, ref)) << n;
+        const bool credits = n % 2 == 0;
+        l->charge(QuotaSubject::kKey, id.data(), ref, credits ? total : day, 3, 10, true,
+                  kLastMsOfNovember, &used);
+    }
+    EXPECT_EQ(l->slots_in_use(), QuotaLedger::kProbeLimit);
+    QuotaRef ref;
+    const auto newcomer = id_of(5);
+    EXPECT_FALSE(l->find(QuotaSubject::kKey, newcomer.data(), kLastMsOfNovember, ref));
+    // The next day the day quotas' slots are free again; the credits stay.
+    ASSERT_TRUE(l->find(QuotaSubject::kKey, newcomer.data(), kDecemberFirst, ref));
+    for (uint64_t n = 0; n < QuotaLedger::kProbeLimit; n += 2) {
+        EXPECT_EQ(l->used(QuotaSubject::kKey, id_of(1000 + n).data(), total), 3u) << n;
+    }
+}
+
+TEST(QuotaCost, ReportedCostsParseStrictly) {
+    EXPECT_EQ(ka_quota_parse_cost("7", 1), 7);
+    EXPECT_EQ(ka_quota_parse_cost("0", 1), 0);
+    EXPECT_EQ(ka_quota_parse_cost("1000000000", 10), 1000000000);
+    EXPECT_EQ(ka_quota_parse_cost("1000000001", 10), -1);
+    EXPECT_EQ(ka_quota_parse_cost("99999999999999999999", 20), -1);
+    EXPECT_EQ(ka_quota_parse_cost("-3", 2), -1);
+    EXPECT_EQ(ka_quota_parse_cost("3 ", 2), -1);
+    EXPECT_EQ(ka_quota_parse_cost("", 0), -1);
+    EXPECT_EQ(ka_quota_parse_cost("1e3", 3), -1);
+}
