@@ -264,7 +264,7 @@ ka_auth_result_t auth_at(ka_edge_t *edge, const std::string &secret, int64_t now
 
 TEST_F(EdgeAuthTest, AKeyIsRefusedFromTheExactMillisecondItExpires) {
     store.set_clock([] { return kNow - 60'000; });
-    KeySpec spec{"expiring", {"ip:read"}, 100, kNow + 5'000};
+    KeySpec spec{"expiring", {"ip:read"}, 100, kNow + 5'000, {}};
     CreatedKey k = store.create_key(acc, spec);
     EXPECT_EQ(auth_at(edge, k.secret, kNow + 4'999).verdict, KA_AUTH_OK);
     ka_auth_result_t r = auth_at(edge, k.secret, kNow + 5'000);

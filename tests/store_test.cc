@@ -322,10 +322,10 @@ TEST(StoreBusy, AWriteThatWaitedTooLongWritesNothing) {
 // key: revocations give places back, a batch over the cap writes nothing.
 TEST_F(StoreTest, TheKeyCapCountsLiveKeysAndABatchOverItWritesNothing) {
     Id acc = account(600, 5);
-    auto made = store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt}, 4);
+    auto made = store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt, {}}, 4);
     EXPECT_EQ(store.find_account(acc)->record.live_keys, 4u);
     try {
-        store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt}, 2);
+        store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt, {}}, 2);
         FAIL() << "over the cap";
     } catch (const StoreError &e) {
         EXPECT_EQ(e.kind(), StoreError::Kind::kConflict);
@@ -335,10 +335,10 @@ TEST_F(StoreTest, TheKeyCapCountsLiveKeysAndABatchOverItWritesNothing) {
     store.revoke_key(acc, made[0].key.key_id);
     store.revoke_key(acc, made[0].key.key_id);  // again: no second release
     EXPECT_EQ(store.find_account(acc)->record.live_keys, 3u);
-    store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt}, 2);
+    store.create_keys(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt, {}}, 2);
     EXPECT_EQ(store.find_account(acc)->record.live_keys, 5u);
     // at the cap, a roll with no grace still works: one out, one in
-    EXPECT_THROW(store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt}), StoreError);
+    EXPECT_THROW(store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, std::nullopt, {}}), StoreError);
     store.roll_key(acc, made[1].key.key_id, 0);
     EXPECT_EQ(store.find_account(acc)->record.live_keys, 5u);
 }
@@ -346,8 +346,8 @@ TEST_F(StoreTest, TheKeyCapCountsLiveKeysAndABatchOverItWritesNothing) {
 TEST_F(StoreTest, LifecycleInputsAreValidatedBeforeAnythingIsWritten) {
     Id acc = account();
     CreatedKey k = store.create_key(acc, "k", {"ip:read"}, 10);
-    expect_invalid([&] { store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, now - 1}); }, "expiresAt");
-    expect_invalid([&] { store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, now + Store::kMaxExpiryAheadMs + 10}); },
+    expect_invalid([&] { store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, now - 1, {}}); }, "expiresAt");
+    expect_invalid([&] { store.create_key(acc, KeySpec{"k", {"ip:read"}, 10, now + Store::kMaxExpiryAheadMs + 10, {}}); },
                    "expiresAt");
     expect_invalid([&] { store.update_key(acc, k.key.key_id, KeyChanges{}); }, "body");
     expect_invalid([&] { store.roll_key(acc, k.key.key_id, Store::kMaxGraceSeconds + 1); }, "gracePeriodSeconds");

@@ -15,16 +15,24 @@ extern const char kUsage[];
 const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
        keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
-  account create --name NAME --entitlement RPM [--max-keys N] [--allowed-scope S ...]
+  account create --name NAME (--entitlement RPM | --plan PLAN_ID | both) [--max-keys N]
+                 [--allowed-scope S ...] [--quota QUOTA]
         create an account; prints its id and a one-time console token.
         --max-keys caps its active keys (default 100); --allowed-scope
-        limits the scopes its keys may have (default: any)
+        limits the scopes its keys may have (default: any). On a --plan,
+        --entitlement may be left to the plan; a value given is the
+        account's own and wins over the plan's
   account list
   account show ACC_ID
-  account update ACC_ID [--name NAME] [--entitlement RPM] [--max-keys N]
-                 [--allowed-scope S ... | --any-scope]
+        its plan, effective rate, max keys and quota (used, remaining,
+        when it resets), and which of them are its own
+  account update ACC_ID [--name NAME] [--entitlement RPM|plan] [--max-keys N|plan]
+                 [--quota QUOTA|plan] [--allowed-scope S ... | --any-scope]
         change what is given (at least one); a lower --max-keys leaves
-        existing keys alone; --any-scope lifts the scope limit
+        existing keys alone; --any-scope lifts the scope limit; "plan"
+        drops the account's own value and follows its plan's
+  account set-plan ACC_ID PLAN_ID|none
+        put the account on a plan of the catalog (or on none)
   account set-entitlement --account ACC_ID --entitlement RPM
   account suspend ACC_ID
   account resume ACC_ID
@@ -33,7 +41,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         a new console token, printed once; the old one stops now, or after
         N seconds (at most 604800)
   key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM
-             [--expires-at TIME] [--count N]
+             [--expires-at TIME] [--count N] [--quota KEY_QUOTA]
         create an API key (or N alike: in one transaction on --db, in
         transactions of 40 on --etcd, each printed as it is made); prints the
         secret once. TIME is RFC 3339 (2030-01-01T00:00:00Z, or an offset),
@@ -41,11 +49,15 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
   key list --account ACC_ID [--limit N] [--cursor KEY_ID]
   key show KEY_ID [--account ACC_ID]
   key update KEY_ID [--account ACC_ID] [--name NAME] [--scope SCOPE ...] [--rate RPM]
-             [--expires-at TIME|never]
-        change what is given (at least one); same id and secret
+             [--expires-at TIME|never] [--quota KEY_QUOTA]
+        change what is given (at least one); same id and secret. QUOTA is
+        UNITS/day, UNITS/month or none (UNITS 1 to 281474976710655); a
+        KEY_QUOTA may also be UNITS/total (credits that never refill); a
+        call must fit both the key's and its account's quota
   key roll KEY_ID [--account ACC_ID] [--grace-seconds N]
         a successor with a new secret (printed once), the same name, scopes,
-        rate and expiry; the old key is revoked now, or stops after N seconds
+        rate, expiry and quota (and what the quota used); the old key is
+        revoked now, or stops after N seconds
   key revoke KEY_ID [--account ACC_ID]
         with --account, a key of another account is not found (key show,
         update, roll and revoke alike)
@@ -53,8 +65,11 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         who changed what, newest first: one account's trail, or every event;
         --limit 1 to 1000 (default 100)
   plans import FILE.json
-        validate a whole catalog and replace the current one atomically
+        validate a whole catalog and replace the current one atomically; a
+        bad file exits 2 and writes nothing
   plans list
+  plans show PLAN_ID
+        with --json, each plan's entitlements too
   fx set RATE
         the exchange rate, INR per USD: a positive decimal, at most 6 decimals
   fx show
@@ -124,7 +139,12 @@ const std::vector<Command> kCommands = {
     {"account",
      "create",
      {},
-     {{"name", true, false}, {"entitlement", true, false}, {"max-keys", false, false}, {"allowed-scope", false, true}},
+     {{"name", true, false},
+      {"entitlement", false, false},
+      {"max-keys", false, false},
+      {"allowed-scope", false, true},
+      {"plan", false, false},
+      {"quota", false, false}},
      true},
     {"account", "list", {}, {}, true},
     {"account", "show", {"ACC_ID"}, {}, true},
@@ -134,9 +154,11 @@ const std::vector<Command> kCommands = {
      {{"name", false, false},
       {"entitlement", false, false},
       {"max-keys", false, false},
+      {"quota", false, false},
       {"allowed-scope", false, true},
       {"any-scope", false, false, true}},
      true},
+    {"account", "set-plan", {"ACC_ID", "PLAN_ID"}, {}, true},
     {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
     {"account", "suspend", {"ACC_ID"}, {}, true},
     {"account", "resume", {"ACC_ID"}, {}, true},
@@ -149,7 +171,8 @@ const std::vector<Command> kCommands = {
       {"scope", true, true},
       {"rate", true, false},
       {"expires-at", false, false},
-      {"count", false, false}},
+      {"count", false, false},
+      {"quota", false, false}},
      true},
     {"key",
      "list",
@@ -164,13 +187,15 @@ const std::vector<Command> kCommands = {
       {"name", false, false},
       {"scope", false, true},
       {"rate", false, false},
-      {"expires-at", false, false}},
+      {"expires-at", false, false},
+      {"quota", false, false}},
      true},
     {"key", "roll", {"KEY_ID"}, {{"account", false, false}, {"grace-seconds", false, false}}, true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
     {"audit", "list", {}, {{"account", false, false}, {"limit", false, false}, {"cursor", false, false}}, true},
     {"plans", "import", {"FILE"}, {}, true},
     {"plans", "list", {}, {}, true},
+    {"plans", "show", {"PLAN_ID"}, {}, true},
     {"fx", "set", {"RATE"}, {}, true},
     {"fx", "show", {}, {}, true},
 };

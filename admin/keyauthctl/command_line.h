@@ -21,6 +21,12 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Exit status 2 without the usage: a well-formed command whose input (a
+// catalog file) is refused before anything is written.
+struct InputError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 struct Opt {
     const char *name;
     bool required;

@@ -44,13 +44,39 @@ keyauth::Actor operator_actor() {
     return keyauth::Actor::operator_named(pw ? pw->pw_name : std::to_string(uid));
 }
 
+namespace {
+std::unique_ptr<keyauth::QuotaUsageSource> quota_usage;
+}
+
+void set_quota_usage(std::unique_ptr<keyauth::QuotaUsageSource> source) { quota_usage = std::move(source); }
+
+uint64_t key_quota_used(const keyauth::KeyRecord &key, int64_t now) {
+    if (!quota_usage || key.quota.none()) return 0;
+    return quota_usage->used(keyauth::QuotaSubject::kKey, keyauth::quota_subject_id(key), key.quota.period, now);
+}
+
 uint32_t entitlement_of(keyauth::Store &store, const Id &account) {
-    auto acc = store.find_account(account);
-    return acc ? acc->record.entitlement_rpm : 0;
+    auto acc = store.find_account_on_plan(account);
+    return acc ? acc->effective.rate_rpm : 0;
+}
+
+json account_json(keyauth::Store &store, const keyauth::Account &given,
+                  const std::optional<std::optional<keyauth::PlanRecord>> &plan_read) {
+    keyauth::AccountOnPlan on{given, std::nullopt, {}};
+    if (plan_read) on.plan = *plan_read;
+    else if (!given.record.plan_id.empty()) on.plan = store.find_plan(given.record.plan_id);
+    on.effective = keyauth::effective_of(given.record, on.plan ? &*on.plan : nullptr);
+    const int64_t now = store.now();
+    const keyauth::Quota &q = on.effective.quota;
+    const uint64_t used = quota_usage && !q.none()
+                              ? quota_usage->used(keyauth::QuotaSubject::kAccount, given.id, q.period, now)
+                              : 0;
+    return keyauth::account_to_json(on, used, now);
 }
 
 json key_json(keyauth::Store &store, const keyauth::KeyRecord &key) {
-    return keyauth::key_to_json(key, entitlement_of(store, key.account_id), store.now());
+    const int64_t now = store.now();
+    return keyauth::key_to_json(key, entitlement_of(store, key.account_id), now, key_quota_used(key, now));
 }
 
 std::string key_line(const json &k) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "command_line.h"
+#include "quota_usage.h"
 #include "store.h"
 
 namespace keyauthctl {
@@ -18,8 +19,21 @@ void print(bool as_json, const nlohmann::json &j, const std::string &text);
 // The Actor of every write keyauthctl makes.
 keyauth::Actor operator_actor();
 
-// The account's entitlement, to show a key's effective rate (0 if gone).
+// Where keyauthctl reads what quotas used (main sets it; none: 0 used).
+void set_quota_usage(std::unique_ptr<keyauth::QuotaUsageSource> source);
+// What a key's quota (by its roll chain) used this period; 0 without one.
+uint64_t key_quota_used(const keyauth::KeyRecord &key, int64_t now);
+
+// The account's effective entitlement (its own or its plan's), to show a
+// key's effective rate (0 if gone).
 uint32_t entitlement_of(keyauth::Store &store, const keyauth::Id &account);
+
+// The account object (key_json.h) with its plan and its quota's use, read
+// now; `given` is the account as a write returned it, shown with its plan
+// as the catalog holds it, or as read before (plan_read: after a create,
+// nothing may fail between the commit and the token's printing).
+nlohmann::json account_json(keyauth::Store &store, const keyauth::Account &given,
+                            const std::optional<std::optional<keyauth::PlanRecord>> &plan_read = std::nullopt);
 
 // The key object as key list and key show print it (never a secret).
 nlohmann::json key_json(keyauth::Store &store, const keyauth::KeyRecord &key);

@@ -25,7 +25,15 @@ int run_plans(keyauth::Store &store, const Args &a) {
         if (!in) throw std::runtime_error("cannot read " + a.words[2]);
         std::stringstream text;
         text << in.rdbuf();
-        auto plans = keyauth::parse_catalog(text.str());
+        // a bad file is the caller's input, refused whole before anything is written: exit 2
+        std::vector<keyauth::PlanRecord> plans;
+        try {
+            plans = keyauth::parse_catalog(text.str());
+            keyauth::validate_catalog(plans);
+        } catch (const keyauth::StoreError &e) {
+            if (e.kind() != keyauth::StoreError::Kind::kInvalid) throw;
+            throw InputError(std::string(e.what()) + " (nothing was imported)");
+        }
         store.import_plans(plans, operator_actor());
         print(as_json, json{{"imported", plans.size()}},
               "imported " + std::to_string(plans.size()) + " plans\n");
@@ -42,6 +50,16 @@ int run_plans(keyauth::Store &store, const Args &a) {
                     "\n";
         }
         print(as_json, json{{"plans", arr}}, text);
+        return 0;
+    }
+    if (verb == "show") {
+        auto plan = store.find_plan(a.words.at(2));
+        if (!plan)
+            throw keyauth::StoreError(keyauth::StoreError::Kind::kNotFound, "planId",
+                                      "no plan \"" + shown(a.words.at(2)) + "\"", "PLAN_NOT_FOUND");
+        json j = keyauth::plan_to_json(*plan);
+        print(as_json, j, terminal_safe(plan->id + "  " + j["priceInr"].get<std::string>() + " INR  " + plan->name) +
+                              "\n" + terminal_safe("  entitlements " + j["entitlements"].dump()) + "\n");
         return 0;
     }
     throw UsageError("unknown plans command \"" + verb + "\"");

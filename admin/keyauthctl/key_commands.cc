@@ -5,6 +5,7 @@
 #include "command_support.h"
 #include "commands.h"
 #include "key_json.h"
+#include "quota_json.h"
 
 namespace keyauthctl {
 
@@ -13,9 +14,19 @@ using nlohmann::json;
 
 namespace {
 
+// --quota UNITS/day|UNITS/month|UNITS/total|none
+std::optional<keyauth::Quota> key_quota_arg(const Args &a) {
+    auto v = a.opt("quota");
+    if (!v) return std::nullopt;
+    std::string why;
+    auto q = keyauth::quota_from_text(*v, keyauth::QuotaOwner::kKey, why);
+    if (!q) throw UsageError("--quota \"" + shown(*v) + "\": " + why);
+    return q;
+}
+
 // A new key's object with its secret: the one time it is ever printed.
 json with_secret(const keyauth::CreatedKey &k, uint32_t entitlement, int64_t now, std::string &text) {
-    json j = keyauth::key_to_json(k.key, entitlement, now);
+    json j = keyauth::key_to_json(k.key, entitlement, now, key_quota_used(k.key, now));
     j["secret"] = k.secret;
     text += "key " + j["id"].get<std::string>() + " created\nsecret (shown once): " + k.secret + "\n";
     return j;
@@ -29,6 +40,7 @@ int key_create(keyauth::Store &store, const Args &a) {
     spec.scopes = a.all("scope");
     spec.requested_rpm = parse_u32(a.need("rate"), "--rate");
     if (auto t = a.opt("expires-at")) spec.expires_at = parse_time_arg(*t, "--expires-at", false);
+    spec.quota = key_quota_arg(a).value_or(keyauth::Quota{});
     size_t left = count ? parse_u32(*count, "--count") : 1;
     if (left < 1 || left > 10'000'000) throw UsageError("--count must be from 1 to 10000000");
     const keyauth::Actor actor = operator_actor();
@@ -103,7 +115,8 @@ int key_list(keyauth::Store &store, const Args &a) {
     json arr = json::array();
     std::string text;
     for (const auto &k : page.keys) {
-        arr.push_back(keyauth::key_to_json(k, ent, store.now()));
+        const int64_t now = store.now();
+        arr.push_back(keyauth::key_to_json(k, ent, now, key_quota_used(k, now)));
         text += key_line(arr.back());
     }
     json next = page.next ? json(keyauth::id_to_string(keyauth::kKeyIdPrefix, *page.next)) : json(nullptr);
@@ -138,7 +151,9 @@ int key_update(keyauth::Store &store, const Args &a) {
     if (a.has("scope")) changes.scopes = a.all("scope");
     if (auto rate = a.opt("rate")) changes.requested_rpm = parse_u32(*rate, "--rate");
     if (auto t = a.opt("expires-at")) changes.expires_at = parse_time_arg(*t, "--expires-at", true);
-    if (changes.empty()) throw UsageError("key update needs something to change: --name, --scope, --rate or --expires-at");
+    changes.quota = key_quota_arg(a);
+    if (changes.empty())
+        throw UsageError("key update needs something to change: --name, --scope, --rate, --expires-at or --quota");
     auto rec = store.update_key(owner, id, changes, operator_actor());
     json j = key_json(store, rec);
     print(a.as_json, j, "key " + j["id"].get<std::string>() + " updated\n" + key_line(j));

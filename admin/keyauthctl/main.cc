@@ -4,12 +4,13 @@
 //   keyauthctl --etcd URL[,URL...] [--json] COMMAND ...
 //
 // Exit status: 0 done, 1 the store refused (not found, invalid input, I/O),
-// 2 usage error.
+// 2 usage error (or a catalog file refused).
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "command_line.h"
+#include "command_support.h"
 #include "commands.h"
 #include "no_core_dumps.h"
 #include "etcd_backend.h"
@@ -44,6 +45,9 @@ int main(int argc, char **argv) {
             auto backend = keyauth::EtcdBackend::make(eo, error);
             if (!backend) throw UsageError("--etcd: " + error);
             keyauth::Store store(std::move(backend));
+            keyauth::etcd::ClientOptions quota_etcd;
+            quota_etcd.endpoints = {etcd};  // the many-edge source (quota_usage.h)
+            set_quota_usage(keyauth::make_quota_usage_source("", quota_etcd));
             if (group == "init") return run_init_etcd(store, etcd, a);
             return run(store, a);
         }
@@ -56,10 +60,14 @@ int main(int argc, char **argv) {
             map_size = size_t{n} << 20;
         }
         keyauth::Store store(db, map_size);
+        set_quota_usage(keyauth::make_quota_usage_source(db, {}));
         if (group == "init") return run_init(db, a);
         return run(store, a);
     } catch (const UsageError &e) {
         std::cerr << "keyauthctl: " << terminal_safe(e.what()) << "\n\n" << kUsage;
+        return 2;
+    } catch (const InputError &e) {
+        std::cerr << "keyauthctl: " << terminal_safe(e.what()) << "\n";
         return 2;
     } catch (const keyauth::StoreError &e) {
         // the code (KEY_REVOKED, ...) is what a script tells the refusals apart by

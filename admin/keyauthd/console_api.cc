@@ -9,6 +9,7 @@
 
 #include "auth_header.h"
 #include "key_json.h"
+#include "quota_json.h"
 #include "rfc3339.h"
 #include "strict_json.h"
 
@@ -19,6 +20,7 @@ using nlohmann::json;
 
 const std::string kKeysPath = "/v1/keys";
 const std::string kAuditPath = "/v1/audit";
+const std::string kAccountPath = "/v1/account";
 
 HttpResponse json_response(int status, const json &body) { return keyauth::json_response(status, body.dump()); }
 
@@ -235,13 +237,16 @@ HttpResponse key_not_found() { return json_error(404, "KEY_NOT_FOUND", "No such 
 
 HttpResponse ConsoleApi::route(const HttpRequest &req) {
     std::string id, action;
-    enum class Route { kKeys, kKey, kRevoke, kRoll, kAudit } route;
+    enum class Route { kKeys, kKey, kRevoke, kRoll, kAudit, kAccount } route;
     const char *allow = nullptr;
     if (req.path == kKeysPath) {
         route = Route::kKeys;
         allow = "GET, POST";
     } else if (req.path == kAuditPath) {
         route = Route::kAudit;
+        allow = "GET";
+    } else if (req.path == kAccountPath) {
+        route = Route::kAccount;
         allow = "GET";
     } else if (!split_key_path(req.path, id, action)) {
         return json_error(404, "NOT_FOUND", "No such endpoint");
@@ -270,13 +275,19 @@ HttpResponse ConsoleApi::route(const HttpRequest &req) {
     case Route::kRevoke: res = revoke_key(*account, actor, id); break;
     case Route::kRoll: res = roll_key(*account, actor, id, req); break;
     case Route::kAudit: res = list_audit(*account, req); break;
+    case Route::kAccount: res = get_account(*account); break;
     }
     res.account = id_to_string(kAccountIdPrefix, *account);
     return res;
 }
 
 json ConsoleApi::key_json(const KeyRecord &key, uint32_t entitlement) {
-    return key_to_json(key, entitlement, store_.now());
+    const int64_t now = store_.now();
+    // a key's quota is counted under its roll chain's rate id (quota_usage.h)
+    const uint64_t used = quota_ && !key.quota.none()
+                              ? quota_->used(QuotaSubject::kKey, quota_subject_id(key), key.quota.period, now)
+                              : 0;
+    return key_to_json(key, entitlement, now, used);
 }
 
 // Usage comes from the edges' collections, not from the store: if it cannot
@@ -304,8 +315,21 @@ std::string ConsoleApi::add_usage(const Id &account, const std::vector<KeyRecord
 }
 
 uint32_t ConsoleApi::entitlement_of(const Id &account) {
-    auto acc = store_.find_account(account);
-    return acc ? acc->record.entitlement_rpm : 0;
+    auto acc = store_.find_account_on_plan(account);
+    return acc ? acc->effective.rate_rpm : 0;
+}
+
+// The caller's account: its plan and effective values, and what its quota
+// used this period.
+HttpResponse ConsoleApi::get_account(const Id &account) {
+    auto acc = store_.find_account_on_plan(account);
+    if (!acc) return json_error(404, "NOT_FOUND", "No such account");
+    const int64_t now = store_.now();
+    const Quota &q = acc->effective.quota;
+    const uint64_t used = quota_ && !q.none() ? quota_->used(QuotaSubject::kAccount, account, q.period, now) : 0;
+    HttpResponse r = json_response(200, account_to_json(*acc, used, now));
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
 }
 
 HttpResponse ConsoleApi::create_key(const Id &account, const Actor &actor, const HttpRequest &req) {
@@ -313,8 +337,8 @@ HttpResponse ConsoleApi::create_key(const Id &account, const Actor &actor, const
     std::optional<json> parsed = object_body(req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt"},
-                             "name, scopes, rateLimitPerMinute, expiresAt"))
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota"},
+                             "name, scopes, rateLimitPerMinute, expiresAt, quota"))
         return *r;
     for (const char *f : {"name", "scopes", "rateLimitPerMinute"}) {
         if (!body.contains(f)) return invalid(f, std::string("Missing field \"") + f + "\"");
@@ -326,6 +350,7 @@ HttpResponse ConsoleApi::create_key(const Id &account, const Actor &actor, const
     if (body.contains("expiresAt")) {
         if (auto r = read_expiry(body["expiresAt"], false, spec.expires_at)) return *r;
     }
+    if (body.contains("quota")) spec.quota = quota_from_json(body["quota"], QuotaOwner::kKey, "quota");
     // Read before the write: once the key is committed, nothing may fail
     // between it and the one answer that carries its secret.
     const uint32_t entitlement = entitlement_of(account);
@@ -397,11 +422,11 @@ HttpResponse ConsoleApi::update_key(const Id &account, const Actor &actor, const
     std::optional<json> parsed = object_body(req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt"},
-                             "any of name, scopes, rateLimitPerMinute, expiresAt"))
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota"},
+                             "any of name, scopes, rateLimitPerMinute, expiresAt, quota"))
         return *r;
     if (body.empty())
-        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt");
+        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt, quota");
     KeyChanges changes;
     if (body.contains("name")) {
         if (auto r = read_name(body["name"], changes.name.emplace())) return *r;
@@ -415,6 +440,8 @@ HttpResponse ConsoleApi::update_key(const Id &account, const Actor &actor, const
     if (body.contains("expiresAt")) {
         if (auto r = read_expiry(body["expiresAt"], true, changes.expires_at.emplace())) return *r;
     }
+    // null removes the key's own quota
+    if (body.contains("quota")) changes.quota = quota_from_json(body["quota"], QuotaOwner::kKey, "quota");
     return one_key(account, store_.update_key(account, id, changes, actor), 200);
 }
 

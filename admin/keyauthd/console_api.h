@@ -11,6 +11,7 @@
 
 #include "http_exchange.h"
 #include "store.h"
+#include "quota_usage.h"
 #include "usage_source.h"
 
 namespace keyauth {
@@ -21,8 +22,10 @@ public:
     static constexpr size_t kDefaultPage = 50;
     static constexpr size_t kMaxPage = 100;
 
-    // usage: where the keys' usage and last use are read (none: zeros).
-    explicit ConsoleApi(Store &store, UsageSource *usage = nullptr) : store_(store), usage_(usage) {}
+    // usage: where the keys' usage and last use are read (none: zeros);
+    // quota: where what quotas used this period is read (none: 0).
+    explicit ConsoleApi(Store &store, UsageSource *usage = nullptr, QuotaUsageSource *quota = nullptr)
+        : store_(store), usage_(usage), quota_(quota) {}
 
     // Never throws: every failure becomes a JSON error response.
     HttpResponse handle(const HttpRequest &req) noexcept;
@@ -38,12 +41,14 @@ private:
     HttpResponse roll_key(const Id &account, const Actor &actor, const std::string &id_text,
                           const HttpRequest &req);
     HttpResponse list_audit(const Id &account, const HttpRequest &req);
+    HttpResponse get_account(const Id &account);
     HttpResponse one_key(const Id &account, const KeyRecord &key, int status);
 
     static std::optional<nlohmann::json> object_body(const HttpRequest &req, HttpResponse &refused);
     static std::optional<HttpResponse> page_args(const HttpRequest &req, std::string_view id_prefix,
                                                  size_t &limit, std::optional<Id> &after);
     nlohmann::json key_json(const KeyRecord &key, uint32_t entitlement);
+    // The account's effective entitlement (its own or its plan's).
     uint32_t entitlement_of(const Id &account);
     // Fills usage and lastUsedAt of the keys' objects (an array, or one
     // object for one key); returns why usage could not be read, or "".
@@ -51,6 +56,7 @@ private:
 
     Store &store_;
     UsageSource *usage_;
+    QuotaUsageSource *quota_;
 };
 
 }  // namespace keyauth

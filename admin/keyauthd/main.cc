@@ -20,6 +20,7 @@
 #include "options.h"
 #include "etcd_backend.h"
 #include "store.h"
+#include "quota_usage.h"
 #include "usage_source.h"
 
 int main(int argc, char **argv) {
@@ -71,7 +72,9 @@ int main(int argc, char **argv) {
         }
         std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(
             opt.db, usage_etcd, opt.etcd_prefix.empty() ? std::string(keyauth::kDefaultEtcdPrefix) : opt.etcd_prefix);
-        keyauth::ConsoleApi api(store, usage.get());
+        std::unique_ptr<keyauth::QuotaUsageSource> quota_usage =
+            keyauth::make_quota_usage_source(opt.db, usage_etcd);
+        keyauth::ConsoleApi api(store, usage.get(), quota_usage.get());
         // GET /metrics on the same listener (the nginx configs proxy only
         // /v1/keys and /v1/audit, so it stays on loopback)
         keyauth::ConsoleMetrics metrics;

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "money.h"
+#include "quota_json.h"
 #include "store.h"
 #include "strict_json.h"
 
@@ -26,6 +27,39 @@ uint64_t price_of(const json &v, const std::string &field) {
     bad(field, "must be a positive integer, or a string with at most 2 decimals (\"4999.50\")");
 }
 
+uint32_t bounded_u32(const json &v, const std::string &field, uint32_t hi) {
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > hi)
+        bad(field, "must be an integer from 1 to " + std::to_string(hi));
+    return static_cast<uint32_t>(v.get<uint64_t>());
+}
+
+// "entitlements": {"rateLimitPerMinute", "maxKeys", "quota"}, each optional;
+// a member given is stated by the plan (a null quota: stated unlimited).
+void entitlements_of(const json &e, const std::string &at, PlanRecord &r) {
+    if (!e.is_object())
+        bad(at, "must be an object with any of rateLimitPerMinute, maxKeys, quota");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+        if (it.key() != "rateLimitPerMinute" && it.key() != "maxKeys" && it.key() != "quota")
+            bad(at + "." + it.key(), "unknown field (entitlements are rateLimitPerMinute, maxKeys, quota)");
+    }
+    if (e.contains("rateLimitPerMinute")) {
+        r.rate_rpm = bounded_u32(e["rateLimitPerMinute"], at + ".rateLimitPerMinute", kMaxRatePerMinute);
+        r.states |= KA_PLAN_STATES_RATE;
+    }
+    if (e.contains("maxKeys")) {
+        r.max_keys = bounded_u32(e["maxKeys"], at + ".maxKeys", KA_MAX_KEYS_LIMIT);
+        r.states |= KA_PLAN_STATES_MAX_KEYS;
+    }
+    if (e.contains("quota")) {
+        try {
+            r.quota = quota_from_json(e["quota"], QuotaOwner::kAccountOrPlan, at + ".quota");
+        } catch (const StoreError &err) {
+            bad(err.field(), std::string(err.what()).substr(err.field().size() + 1));
+        }
+        r.states |= KA_PLAN_STATES_QUOTA;
+    }
+}
+
 }  // namespace
 
 std::vector<PlanRecord> parse_catalog(std::string_view text) {
@@ -39,13 +73,14 @@ std::vector<PlanRecord> parse_catalog(std::string_view text) {
     if (!plans.is_array()) bad("plans", "must be an array");
     static const std::set<std::string> kFields = {"id", "name", "priceInr", "features", "popular",
                                                   "sortOrder"};
+    static const std::set<std::string> kOptional = {"entitlements"};
     std::vector<PlanRecord> out;
     for (size_t i = 0; i < plans.size(); i++) {
         const json &p = plans[i];
         const std::string at = "plans[" + std::to_string(i) + "]";
         if (!p.is_object()) bad(at, "must be an object");
         for (auto it = p.begin(); it != p.end(); ++it) {
-            if (!kFields.count(it.key()))
+            if (!kFields.count(it.key()) && !kOptional.count(it.key()))
                 bad(at + "." + it.key(), "unknown field (priceUsd and exchangeRate are computed)");
         }
         for (const auto &f : kFields) {
@@ -70,6 +105,15 @@ std::vector<PlanRecord> parse_catalog(std::string_view text) {
                                         : order.get<int64_t>() < INT32_MIN))
             bad(at + ".sortOrder", "must be a 32-bit integer");
         r.sort_order = static_cast<int32_t>(order.get<int64_t>());
+        if (p.contains("entitlements")) {
+            try {
+                entitlements_of(p["entitlements"], at + ".entitlements", r);
+            } catch (const StoreError &err) {
+                // named by its id as well as its place in the file
+                throw StoreError(StoreError::Kind::kInvalid, err.field(),
+                                 std::string(err.what()) + " (plan \"" + r.id.substr(0, 64) + "\")");
+            }
+        }
         out.push_back(std::move(r));
     }
     return out;
@@ -79,7 +123,16 @@ json plan_to_json(const PlanRecord &plan) {
     char inr[kMoneyTextMax];
     format_paise(plan.price_paise, inr);
     return {{"id", plan.id},           {"name", plan.name},       {"priceInr", inr},
-            {"features", plan.features}, {"popular", plan.popular}, {"sortOrder", plan.sort_order}};
+            {"features", plan.features}, {"popular", plan.popular}, {"sortOrder", plan.sort_order},
+            {"entitlements", entitlements_to_json(plan)}};
+}
+
+json entitlements_to_json(const PlanRecord &plan) {
+    json e = json::object();
+    if (plan.states & KA_PLAN_STATES_RATE) e["rateLimitPerMinute"] = plan.rate_rpm;
+    if (plan.states & KA_PLAN_STATES_MAX_KEYS) e["maxKeys"] = plan.max_keys;
+    if (plan.states & KA_PLAN_STATES_QUOTA) e["quota"] = quota_terms_json(plan.quota);
+    return e;
 }
 
 }  // namespace keyauth

@@ -13,11 +13,17 @@
 
 namespace keyauth {
 
-// {"plans":[{"id","name","priceInr","features","popular","sortOrder"}, ...]}
+// {"plans":[{"id","name","priceInr","features","popular","sortOrder",
+//            "entitlements"?}, ...]}; entitlements (issue 28) is
+// {"rateLimitPerMinute"?, "maxKeys"?, "quota"?: {"units","period"}|null}.
 // Throws StoreError(kInvalid) naming the field ("plans[2].priceInr"); the
 // catalog rules themselves are checked by validate_catalog.
 std::vector<PlanRecord> parse_catalog(std::string_view text);
 
+// The import file's fields plus "entitlements" (what the plan states; {}
+// if nothing). Never what GET /api/plans answers: that is SPEC's fields
+// only, rendered at the edge (src/core/catalog.cc).
 nlohmann::json plan_to_json(const PlanRecord &plan);
+nlohmann::json entitlements_to_json(const PlanRecord &plan);
 
 }  // namespace keyauth

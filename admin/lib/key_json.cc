@@ -28,7 +28,7 @@ const char *key_status(const KeyRecord &key, int64_t now_ms) {
     return key_active(key, now_ms) ? "active" : "expired";
 }
 
-nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms) {
+nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms, uint64_t quota_used) {
     return {
         {"id", id_to_string(kKeyIdPrefix, key.key_id)},
         {"name", key.name},
@@ -42,22 +42,30 @@ nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64
         {"expiresAt", time_or_null(key.expires_ms)},
         {"rolledFrom", key_id_or_null(key.rolled_from)},
         {"rolledTo", key_id_or_null(key.rolled_to)},
+        {"quota", quota_to_json(key.quota, quota_used, now_ms)},
         {"lastUsedAt", nullptr},
         {"usage", {{"allowed", 0}, {"rateLimited", 0}}},
     };
 }
 
-nlohmann::json account_to_json(const Account &account) {
+nlohmann::json account_to_json(const AccountOnPlan &on, uint64_t quota_used, int64_t now_ms) {
+    const AccountRecord &rec = on.account.record;
+    nlohmann::json overrides = nlohmann::json::array();
+    if (rec.overrides & KA_OVERRIDE_RATE) overrides.push_back("rateLimitPerMinute");
+    if (rec.overrides & KA_OVERRIDE_MAX_KEYS) overrides.push_back("maxKeys");
+    if (rec.overrides & KA_OVERRIDE_QUOTA) overrides.push_back("quota");
     return {
-        {"id", id_to_string(kAccountIdPrefix, account.id)},
-        {"name", account.record.name},
-        {"entitlementPerMinute", account.record.entitlement_rpm},
-        {"status", account.record.status == KA_ACCOUNT_ACTIVE ? "active" : "suspended"},
-        {"createdAt", format_time(account.record.created_ms)},
-        {"maxKeys", account.record.max_keys},
-        {"allowedScopes", account.record.allowed_scopes.empty()
-                              ? nlohmann::json(nullptr)
-                              : nlohmann::json(account.record.allowed_scopes)},
+        {"id", id_to_string(kAccountIdPrefix, on.account.id)},
+        {"name", rec.name},
+        {"status", rec.status == KA_ACCOUNT_ACTIVE ? "active" : "suspended"},
+        {"planId", rec.plan_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(rec.plan_id)},
+        {"rateLimitPerMinute", on.effective.rate_rpm},
+        {"maxKeys", on.effective.max_keys},
+        {"allowedScopes", rec.allowed_scopes.empty() ? nlohmann::json(nullptr) : nlohmann::json(rec.allowed_scopes)},
+        {"quota", quota_to_json(on.effective.quota, quota_used, now_ms)},
+        {"overrides", overrides},
+        {"entitlementPerMinute", rec.entitlement_rpm},
+        {"createdAt", format_time(rec.created_ms)},
     };
 }
 

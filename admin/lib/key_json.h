@@ -10,6 +10,7 @@
 #include "records.h"
 #include "rfc3339.h"
 #include "usage_record.h"
+#include "quota_json.h"
 #include "store.h"
 
 namespace keyauth {
@@ -18,14 +19,23 @@ namespace keyauth {
 const char *key_status(const KeyRecord &key, int64_t now_ms);
 
 // Key object (DESIGN.md): id, name, prefix, scopes, rateLimitPerMinute
-// (effective: capped at the account entitlement), requestedRateLimitPerMinute,
-// status at now_ms, createdAt, revokedAt, expiresAt, rolledFrom, rolledTo;
-// lastUsedAt and usage are null here (the console fills them in). Never the
-// secret or its hash.
-nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms);
+// (effective: capped at the account's effective entitlement, its own or
+// its plan's), requestedRateLimitPerMinute, status at now_ms, createdAt,
+// revokedAt, expiresAt, rolledFrom, rolledTo, quota (null, or with
+// quota_used: what the key's roll chain used this period, quota_usage.h);
+// lastUsedAt and usage are null here (the console fills them in). Never
+// the secret or its hash.
+nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms,
+                           uint64_t quota_used = 0);
 // Fills in usage {allowed, rateLimited} and lastUsedAt (null if never used).
 void set_usage(nlohmann::json &key, const UsageTotals &usage);
 
-nlohmann::json account_to_json(const Account &account);
+// The account as GET /v1/account and keyauthctl show it (issue 28): id,
+// name, status, planId, the effective rateLimitPerMinute and maxKeys,
+// allowedScopes, the effective quota (with quota_used: the account's use
+// this period), overrides (which of rateLimitPerMinute, maxKeys, quota are
+// the account's own rather than its plan's), entitlementPerMinute (its
+// own rate) and createdAt.
+nlohmann::json account_to_json(const AccountOnPlan &account, uint64_t quota_used, int64_t now_ms);
 
 }  // namespace keyauth

@@ -85,10 +85,11 @@ void require_expiry_changeable(const KeyRecord &key) {
 // kept in its record, so a write far from the cap admits without reading the
 // keys; near it, the keys are counted, since expired ones do not count.
 void admit_activation(RecordReader &r, const Id &id, AccountRecord &account,
-                      const std::vector<std::string> &scopes, const Activation &a, int64_t now) {
+                      const std::vector<std::string> &scopes, const Activation &a, int64_t now,
+                      uint32_t max_keys) {
     require_account_active(id, account);
     require_scopes_allowed(account, scopes);
-    const auto within = [&](int64_t active) { return active - a.stopping + a.keys <= int64_t(account.max_keys); };
+    const auto within = [&](int64_t active) { return active - a.stopping + a.keys <= int64_t(max_keys); };
     if (account.live_keys == KA_LIVE_KEYS_UNKNOWN || !within(account.live_keys)) {
         uint32_t live = 0, active = 0;
         for_each_live_key(r, id, [&](const KeyRecordView &k) {
@@ -96,12 +97,12 @@ void admit_activation(RecordReader &r, const Id &id, AccountRecord &account,
             if (k.expires_ms == 0 || now < k.expires_ms) active++;
         });
         account.live_keys = live;
-        if (!within(active)) conflict("KEY_LIMIT_REACHED", limit_message(active, account.max_keys));
+        if (!within(active)) conflict("KEY_LIMIT_REACHED", limit_message(active, max_keys));
     }
     account.live_keys = static_cast<uint32_t>(int64_t(account.live_keys) + a.live_change);
 }
 
-void admit_resume(RecordReader &r, const Id &id, AccountRecord &account, int64_t now) {
+void admit_resume(RecordReader &r, const Id &id, AccountRecord &account, int64_t now, uint32_t max_keys) {
     uint32_t active = 0;
     for_each_live_key(r, id, [&](const KeyRecordView &k) {
         if (k.expires_ms != 0 && now >= k.expires_ms) return;
@@ -109,9 +110,24 @@ void admit_resume(RecordReader &r, const Id &id, AccountRecord &account, int64_t
         KeyRecord owned = k.to_owned();
         require_scopes_allowed(account, owned.scopes);
     });
-    if (active > account.max_keys)
-        conflict("KEY_LIMIT_REACHED", limit_message(active, account.max_keys) +
+    if (active > max_keys)
+        conflict("KEY_LIMIT_REACHED", limit_message(active, max_keys) +
                                           ": revoke keys or raise the limit before resuming it");
+}
+
+Entitlements effective_of(const AccountRecord &account, const PlanRecord *plan) {
+    AccountRecordView a;
+    a.entitlement_rpm = account.entitlement_rpm;
+    a.max_keys = account.max_keys;
+    a.overrides = account.overrides;
+    a.quota = account.quota;
+    if (plan == nullptr) return effective_entitlements(a, nullptr);
+    PlanRecordView p;
+    p.states = plan->states;
+    p.rate_rpm = plan->rate_rpm;
+    p.max_keys = plan->max_keys;
+    p.quota = plan->quota;
+    return effective_entitlements(a, &p);
 }
 
 }  // namespace keyauth

@@ -63,15 +63,22 @@ struct Activation {
 
 // Admits an activation into `account` (read under the write's guard):
 // the account active, `scopes` allowed, and its active keys after the
-// write at most maxKeys (kConflict KEY_LIMIT_REACHED). Updates the
-// account's live-key count; the caller writes the record back.
+// write at most max_keys, the account's effective cap (its own or its
+// plan's, read in the same write: effective_of) (kConflict
+// KEY_LIMIT_REACHED). Updates the account's live-key count; the caller
+// writes the record back.
 void admit_activation(RecordReader &r, const Id &id, AccountRecord &account,
-                      const std::vector<std::string> &scopes, const Activation &a, int64_t now);
+                      const std::vector<std::string> &scopes, const Activation &a, int64_t now,
+                      uint32_t max_keys);
 
 // A resume makes the account's active keys usable again, so they are
 // admitted as if new: at most maxKeys of them, each within allowedScopes
 // (an operator who lowered either while the account was suspended revokes
 // keys or widens the account first).
-void admit_resume(RecordReader &r, const Id &id, AccountRecord &account, int64_t now);
+void admit_resume(RecordReader &r, const Id &id, AccountRecord &account, int64_t now, uint32_t max_keys);
+
+// records.h's effective_entitlements over owned records (plan: none if the
+// account has none or its plan is gone): the one rule, not a second copy.
+Entitlements effective_of(const AccountRecord &account, const PlanRecord *plan);
 
 }  // namespace keyauth

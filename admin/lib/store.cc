@@ -13,6 +13,7 @@
 #include "keyauth_schema.h"
 #include "le.h"
 #include "money.h"
+#include "quota_json.h"
 #include "rfc3339.h"
 #include "scope.h"
 #include "sha256.h"
@@ -135,6 +136,38 @@ PlanRecord plan_from(std::string_view id, std::string_view v) {
     return view.to_owned(id);
 }
 
+[[noreturn]] void no_plan(std::string_view id) {
+    throw StoreError(StoreError::Kind::kNotFound, "planId", "no plan \"" + std::string(id.substr(0, 64)) + "\"",
+                     "PLAN_NOT_FOUND");
+}
+
+// An account's plan as a write reads it, guarded like the account record:
+// an import that changes or drops the plan makes the write compute again
+// (issue 28). None if the account has no plan or the catalog dropped it.
+std::optional<PlanRecord> plan_for_write(RecordReader &r, Mutation &m, const AccountRecord &acc) {
+    if (acc.plan_id.empty()) return std::nullopt;
+    auto v = r.get(Table::kPlans, acc.plan_id);
+    m.expect(Table::kPlans, acc.plan_id, v);
+    if (!v) return std::nullopt;
+    return plan_from(acc.plan_id, *v);
+}
+
+// The account's effective cap on active keys, its plan read (and guarded) in this write.
+uint32_t cap_for_write(RecordReader &r, Mutation &m, const AccountRecord &acc) {
+    auto plan = plan_for_write(r, m, acc);
+    return effective_of(acc, plan ? &*plan : nullptr).max_keys;
+}
+
+void validate_quota(const Quota &q, bool total_ok, const char *field) {
+    if (!quota_ok(q, total_ok))
+        invalid(field, std::string(field) + " must be null or 1 to " + std::to_string(KA_QUOTA_UNITS_MAX) +
+                           " units a day or a month" + (total_ok ? ", or in total" : ""));
+}
+
+nlohmann::json override_json(const AccountRecord &rec, uint8_t bit) {
+    return (rec.overrides & bit) ? nlohmann::json("account") : nlohmann::json("plan");
+}
+
 // Key ids grow in creation order (lists page by id), also within one
 // millisecond and across writers: each steps past the newest id stored,
 // under a guard that none newer appears before the write applies.
@@ -174,6 +207,7 @@ CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, cons
     rec.scopes = spec.scopes;
     rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
     rec.name = spec.name;
+    rec.quota = spec.quota;
     m.expect(Table::kKeysByHash, bytes(hash), std::nullopt);
     m.put(Table::kKeysByHash, bytes(hash), encode_key_record(rec));
     return out;
@@ -271,8 +305,13 @@ auto Store::write(Plan &&plan) {
 CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement_rpm,
                                     const AccountChanges &controls, const Actor &actor) {
     validate_name(name);
-    validate_rate(entitlement_rpm, "entitlement");
+    // on a plan the entitlement may be left to the plan (0: not given)
+    if (entitlement_rpm != 0 || !controls.plan_id) validate_rate(entitlement_rpm, "entitlement");
     if (controls.max_keys) validate_max_keys(*controls.max_keys);
+    if (controls.quota) validate_quota(*controls.quota, false, "quota");
+    if (controls.follow_plan) invalid("body", "a new account follows its plan for what is not given");
+    if (controls.plan_id && (controls.plan_id->empty() || controls.plan_id->size() > KA_PLAN_ID_MAX_LEN))
+        no_plan(*controls.plan_id);
     validate_allowed_scopes(controls.allowed_scopes);
     return write([&](RecordReader &r, Mutation &m) {
         int64_t now = clock_();
@@ -284,6 +323,22 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         rec.name = std::string(name);
         rec.max_keys = controls.max_keys.value_or(KA_DEFAULT_MAX_KEYS);
         rec.allowed_scopes = controls.allowed_scopes.value_or(std::vector<std::string>{});
+        // What is given is the account's own and wins over any plan's
+        // (issue 28); what is not follows the plan it is (or will be) on.
+        rec.quota = controls.quota.value_or(Quota{});
+        rec.overrides = (entitlement_rpm ? KA_OVERRIDE_RATE : 0) | (controls.max_keys ? KA_OVERRIDE_MAX_KEYS : 0) |
+                        (controls.quota ? KA_OVERRIDE_QUOTA : 0);
+        if (controls.plan_id) {
+            auto plan = r.get(Table::kPlans, *controls.plan_id);
+            if (!plan) no_plan(*controls.plan_id);
+            m.expect(Table::kPlans, *controls.plan_id, plan);
+            const PlanRecord p = plan_from(*controls.plan_id, *plan);
+            if (!entitlement_rpm && !(p.states & KA_PLAN_STATES_RATE))
+                invalid("entitlement", "plan \"" + p.id + "\" states no rate limit: give the account an entitlement");
+            rec.plan_id = *controls.plan_id;
+            // the record keeps a valid rate of its own, should the plan go
+            if (!entitlement_rpm) rec.entitlement_rpm = p.rate_rpm;
+        }
         out.console_token = generate_secret(kConsoleTokenPrefix);
         Digest token_hash = sha256(out.console_token);
         m.expect(Table::kAccounts, bytes(out.account.id), std::nullopt);
@@ -294,8 +349,10 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         AuditEvent &e = audit(events, actor, now, out.account.id, "account.create", "account",
                               id_to_string(kAccountIdPrefix, out.account.id));
         e.change("name", nullptr, rec.name);
-        e.change("entitlementPerMinute", nullptr, rec.entitlement_rpm);
-        e.change("maxKeys", nullptr, rec.max_keys);
+        if (!rec.plan_id.empty()) e.change("planId", nullptr, rec.plan_id);
+        if (rec.overrides & KA_OVERRIDE_RATE) e.change("entitlementPerMinute", nullptr, rec.entitlement_rpm);
+        if (rec.overrides & KA_OVERRIDE_MAX_KEYS) e.change("maxKeys", nullptr, rec.max_keys);
+        if (rec.overrides & KA_OVERRIDE_QUOTA) e.change("quota", nullptr, quota_terms_json(rec.quota));
         if (!rec.allowed_scopes.empty()) e.change("allowedScopes", nullptr, rec.allowed_scopes);
         put_audit(r, m, events);
         return out;
@@ -323,6 +380,12 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
     if (changes.name) validate_name(*changes.name);
     if (changes.entitlement_rpm) validate_rate(*changes.entitlement_rpm, "entitlement");
     if (changes.max_keys) validate_max_keys(*changes.max_keys);
+    if (changes.quota) validate_quota(*changes.quota, false, "quota");
+    if (changes.plan_id) invalid("planId", "an account's plan is set with set-plan");
+    if ((changes.entitlement_rpm && (changes.follow_plan & KA_OVERRIDE_RATE)) ||
+        (changes.max_keys && (changes.follow_plan & KA_OVERRIDE_MAX_KEYS)) ||
+        (changes.quota && (changes.follow_plan & KA_OVERRIDE_QUOTA)))
+        invalid("body", "a value is either the account's own or its plan's, not both");
     validate_allowed_scopes(changes.allowed_scopes);
     return write([&](RecordReader &r, Mutation &m) {
         FoundAccount found = account_for_write(r, id);
@@ -334,13 +397,37 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
             e.change("name", rec.name, *changes.name);
             rec.name = *changes.name;
         }
-        if (changes.entitlement_rpm && *changes.entitlement_rpm != rec.entitlement_rpm) {
-            e.change("entitlementPerMinute", rec.entitlement_rpm, *changes.entitlement_rpm);
-            rec.entitlement_rpm = *changes.entitlement_rpm;
+        // a value given becomes the account's own (its override bit); one
+        // to follow the plan clears the bit and keeps the stored value
+        auto own = [&](uint8_t bit, const char *name, bool given, bool differs, nlohmann::json was,
+                       nlohmann::json now) {
+            if (given && differs) e.change(name, was, now);
+            const bool want = given ? true : (changes.follow_plan & bit) ? false : (rec.overrides & bit) != 0;
+            if (want != ((rec.overrides & bit) != 0)) {
+                e.change(std::string(name) + "Source", override_json(rec, bit), want ? "account" : "plan");
+                rec.overrides = static_cast<uint8_t>(want ? (rec.overrides | bit) : (rec.overrides & ~bit));
+            }
+        };
+        own(KA_OVERRIDE_RATE, "entitlementPerMinute", changes.entitlement_rpm.has_value(),
+            changes.entitlement_rpm && *changes.entitlement_rpm != rec.entitlement_rpm, rec.entitlement_rpm,
+            changes.entitlement_rpm.value_or(0));
+        if (changes.entitlement_rpm) rec.entitlement_rpm = *changes.entitlement_rpm;
+        own(KA_OVERRIDE_MAX_KEYS, "maxKeys", changes.max_keys.has_value(),
+            changes.max_keys && *changes.max_keys != rec.max_keys, rec.max_keys, changes.max_keys.value_or(0));
+        if (changes.max_keys) rec.max_keys = *changes.max_keys;
+        own(KA_OVERRIDE_QUOTA, "quota", changes.quota.has_value(), changes.quota && *changes.quota != rec.quota,
+            quota_terms_json(rec.quota), quota_terms_json(changes.quota.value_or(Quota{})));
+        if (changes.quota) rec.quota = *changes.quota;
+        // following the plan leaves no value of its own behind (what applies
+        // without a plan: the defaults, no quota and 100 keys); a rate has
+        // no default and is kept
+        if ((changes.follow_plan & KA_OVERRIDE_QUOTA) && !rec.quota.none()) {
+            e.change("quota", quota_terms_json(rec.quota), nullptr);
+            rec.quota = Quota{};
         }
-        if (changes.max_keys && *changes.max_keys != rec.max_keys) {
-            e.change("maxKeys", rec.max_keys, *changes.max_keys);
-            rec.max_keys = *changes.max_keys;
+        if ((changes.follow_plan & KA_OVERRIDE_MAX_KEYS) && rec.max_keys != KA_DEFAULT_MAX_KEYS) {
+            e.change("maxKeys", rec.max_keys, KA_DEFAULT_MAX_KEYS);
+            rec.max_keys = KA_DEFAULT_MAX_KEYS;
         }
         if (changes.allowed_scopes && *changes.allowed_scopes != rec.allowed_scopes) {
             // an empty list reads "any scope", as in the account object: null
@@ -368,13 +455,52 @@ Account Store::set_entitlement(const Id &id, uint32_t entitlement_rpm, const Act
     return update_account(id, c, actor);
 }
 
+std::optional<AccountOnPlan> Store::find_account_on_plan(const Id &id) {
+    auto r = backend_->read();  // one read: the account and its plan as of one moment
+    auto acc = account_in(*r, id);
+    if (!acc) return std::nullopt;
+    AccountOnPlan out{std::move(*acc), std::nullopt, {}};
+    const std::string &plan_id = out.account.record.plan_id;
+    if (!plan_id.empty()) {
+        if (auto v = r->get(Table::kPlans, plan_id)) out.plan = plan_from(plan_id, *v);
+    }
+    out.effective = effective_of(out.account.record, out.plan ? &*out.plan : nullptr);
+    return out;
+}
+
+Account Store::set_plan(const Id &id, const std::optional<std::string> &plan_id, const Actor &actor) {
+    if (plan_id && (plan_id->empty() || plan_id->size() > KA_PLAN_ID_MAX_LEN)) no_plan(*plan_id);
+    return write([&](RecordReader &r, Mutation &m) {
+        FoundAccount found = account_for_write(r, id);
+        Account acc = found.account;
+        const std::string next = plan_id.value_or("");
+        if (plan_id) {
+            // the plan must exist when the account is put on it, and still when this applies
+            auto v = r.get(Table::kPlans, *plan_id);
+            if (!v) no_plan(*plan_id);
+            m.expect(Table::kPlans, *plan_id, v);
+        }
+        if (acc.record.plan_id == next) return acc;  // nothing to write
+        std::vector<AuditEvent> events;
+        AuditEvent &e = audit(events, actor, clock_(), id, "account.set_plan", "account",
+                              id_to_string(kAccountIdPrefix, id));
+        auto shown = [](const std::string &p) { return p.empty() ? nlohmann::json(nullptr) : nlohmann::json(p); };
+        e.change("planId", shown(acc.record.plan_id), shown(next));
+        acc.record.plan_id = next;
+        m.expect(Table::kAccounts, bytes(id), found.stored);
+        m.put(Table::kAccounts, bytes(id), encode_account_record(acc.record));
+        put_audit(r, m, events);
+        return acc;
+    });
+}
+
 Account Store::set_suspended(const Id &id, bool suspended, const Actor &actor) {
     return write([&](RecordReader &r, Mutation &m) {
         FoundAccount found = account_for_write(r, id);
         Account acc = found.account;
         const uint8_t status = suspended ? KA_ACCOUNT_SUSPENDED : KA_ACCOUNT_ACTIVE;
         if (acc.record.status == status) return acc;  // nothing to write
-        if (!suspended) admit_resume(r, id, acc.record, clock_());
+        if (!suspended) admit_resume(r, id, acc.record, clock_(), cap_for_write(r, m, acc.record));
         acc.record.status = status;
         std::vector<AuditEvent> events;
         AuditEvent &e = audit(events, actor, clock_(), id, suspended ? "account.suspend" : "account.resume",
@@ -451,13 +577,13 @@ CreatedKey Store::create_key(const Id &account, const KeySpec &spec, const Actor
 
 CreatedKey Store::create_key(const Id &account, std::string_view name,
                              const std::vector<std::string> &scopes, uint32_t requested_rpm) {
-    return create_key(account, KeySpec{std::string(name), scopes, requested_rpm, std::nullopt});
+    return create_key(account, KeySpec{std::string(name), scopes, requested_rpm, std::nullopt, {}});
 }
 
 std::vector<CreatedKey> Store::create_keys(const Id &account, std::string_view name,
                                            const std::vector<std::string> &scopes,
                                            uint32_t requested_rpm, size_t count) {
-    return create_keys(account, KeySpec{std::string(name), scopes, requested_rpm, std::nullopt}, count);
+    return create_keys(account, KeySpec{std::string(name), scopes, requested_rpm, std::nullopt, {}}, count);
 }
 
 std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spec, size_t count,
@@ -467,6 +593,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
     validate_scopes(spec.scopes);
     validate_rate(spec.requested_rpm, "rateLimitPerMinute");
     validate_expiry(spec.expires_at, clock_());
+    validate_quota(spec.quota, true, "quota");
     if (count < 1 || count > 10'000'000) invalid("count", "count must be from 1 to 10000000");
     if (count > backend_->max_keys_per_write())
         invalid("count", "this store takes at most " + std::to_string(backend_->max_keys_per_write()) +
@@ -476,7 +603,8 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         FoundAccount found = account_for_write(r, account);
         Account acc = found.account;
         const auto n = static_cast<uint32_t>(count);
-        admit_activation(r, account, acc.record, spec.scopes, Activation{n, 0, int32_t(n)}, now);
+        admit_activation(r, account, acc.record, spec.scopes, Activation{n, 0, int32_t(n)}, now,
+                         cap_for_write(r, m, acc.record));
         m.expect(Table::kAccounts, bytes(account), found.stored);
         m.put(Table::kAccounts, bytes(account), encode_account_record(acc.record));
         KeyIds ids(r, m);
@@ -497,6 +625,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         e.change("scopes", nullptr, spec.scopes);
         e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
         if (spec.expires_at) e.change("expiresAt", nullptr, format_time(*spec.expires_at));
+        if (!spec.quota.none()) e.change("quota", nullptr, quota_terms_json(spec.quota));
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
@@ -659,6 +788,7 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
     if (changes.name) validate_name(*changes.name);
     if (changes.scopes) validate_scopes(*changes.scopes);
     if (changes.requested_rpm) validate_rate(*changes.requested_rpm, "rateLimitPerMinute");
+    if (changes.quota) validate_quota(*changes.quota, true, "quota");
     return write([&](RecordReader &r, Mutation &m) {
         int64_t now = clock_();
         FoundKey found = owned_key(r, owner, key_id);
@@ -687,11 +817,16 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
             e.change("rateLimitPerMinute", rec.requested_rpm, *changes.requested_rpm);
             rec.requested_rpm = *changes.requested_rpm;
         }
+        if (changes.quota && *changes.quota != rec.quota) {
+            e.change("quota", quota_terms_json(rec.quota), quota_terms_json(*changes.quota));
+            rec.quota = *changes.quota;
+        }
         if (e.changes.empty()) return rec;  // nothing to write
         AccountRecord account = acc.account.record;
         if (!was_active && key_active(rec, now)) {
             // an expired key made active again counts like a new one
-            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, 0, 0}, now);
+            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, 0, 0}, now,
+                             cap_for_write(r, m, account));
         }
         std::vector<AuditEvent> events;
         audit(events, actor, now, rec.account_id, "key.update", "key", id_to_string(kKeyIdPrefix, key_id))
@@ -726,12 +861,14 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         // stops in the same write, with grace both count while both live.
         const uint32_t stopping = grace_seconds == 0 ? 1 : 0;
         admit_activation(r, old.account_id, acc.record, old.scopes,
-                         Activation{1, stopping, grace_seconds == 0 ? 0 : 1}, now);
+                         Activation{1, stopping, grace_seconds == 0 ? 0 : 1}, now, cap_for_write(r, m, acc.record));
         m.expect(Table::kAccounts, bytes(old.account_id), found_acc.stored);
         m.put(Table::kAccounts, bytes(old.account_id), encode_account_record(acc.record));
 
         KeyIds ids(r, m);
-        KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old)};
+        // the quota goes along; the edge charges it by rate_id, so the
+        // successor also shares what the chain has used
+        KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old), old.quota};
         RolledKey out;
         out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now);
         KeyRecord &next = out.successor.key;

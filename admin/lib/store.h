@@ -58,6 +58,7 @@ struct KeySpec {
     std::vector<std::string> scopes;
     uint32_t requested_rpm = 0;
     Expiry expires_at;  // nullopt: never; the epoch is an instant like any other
+    Quota quota;        // the key's own (day, month or total); none: the account's alone
 };
 
 // The fields an update changes; the others stay.
@@ -66,17 +67,36 @@ struct KeyChanges {
     std::optional<std::vector<std::string>> scopes;
     std::optional<uint32_t> requested_rpm;
     std::optional<Expiry> expires_at;  // given: a new expiry (nullopt inside: never)
-    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at; }
+    std::optional<Quota> quota;        // given: the key's quota (none: removed)
+    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at && !quota; }
 };
 
 // Account fields an operator sets; at creation, the unset ones take their
-// defaults (100 keys, any scope).
+// defaults (100 keys, any scope, no quota) or, on a plan, the plan's. A
+// value given (entitlement, maxKeys, quota) is the account's own and wins
+// over its plan's (its override bit is set); one in follow_plan goes back
+// to following the plan, and its own quota and cap return to the defaults
+// (issue 28).
 struct AccountChanges {
     std::optional<std::string> name;
     std::optional<uint32_t> entitlement_rpm;
     std::optional<uint32_t> max_keys;
     std::optional<std::vector<std::string>> allowed_scopes;  // empty: any scope
-    bool empty() const { return !name && !entitlement_rpm && !max_keys && !allowed_scopes; }
+    std::optional<Quota> quota;                              // none: unlimited
+    uint8_t follow_plan = 0;                                 // KA_OVERRIDE_* bits
+    std::optional<std::string> plan_id;                      // create_account only
+    bool empty() const {
+        return !name && !entitlement_rpm && !max_keys && !allowed_scopes && !quota && !follow_plan;
+    }
+};
+
+// An account and its plan read at one moment, with its effective values
+// (records.h: effective_entitlements). plan is none when the account has
+// none, or the catalog no longer holds it (then its own values apply).
+struct AccountOnPlan {
+    Account account;
+    std::optional<PlanRecord> plan;
+    Entitlements effective;
 };
 
 struct RolledKey {
@@ -127,9 +147,16 @@ public:
     // Every write below records an audit event in the same transaction,
     // naming `actor`; a write that changes nothing records none.
 
+    // On a plan (controls.plan_id: kNotFound PLAN_NOT_FOUND if the catalog
+    // has none such), entitlement_rpm 0 follows the plan's rate.
     CreatedAccount create_account(std::string_view name, uint32_t entitlement_rpm,
                                   const AccountChanges &controls = {}, const Actor &actor = {});
     std::optional<Account> find_account(const Id &id);
+    std::optional<AccountOnPlan> find_account_on_plan(const Id &id);
+    // Puts the account on a plan (kNotFound PLAN_NOT_FOUND if the catalog
+    // has no such plan), or on none; audit action account.set_plan. Values
+    // the account overrides stay its own; a lower cap leaves keys alone.
+    Account set_plan(const Id &id, const std::optional<std::string> &plan_id, const Actor &actor = {});
     std::vector<Account> list_accounts();
     // Name, entitlement, key cap and allowed scopes (kInvalid if `changes`
     // is empty). A lower cap leaves existing keys alone.

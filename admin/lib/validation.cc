@@ -113,6 +113,17 @@ void validate_catalog(const std::vector<PlanRecord> &plans) {
         if (!orders.insert(p.sort_order).second)
             fail("sortOrder", std::to_string(p.sort_order) + " is used twice");
         popular += p.popular ? 1 : 0;
+        if ((p.states & KA_PLAN_STATES_RATE) && (p.rate_rpm < 1 || p.rate_rpm > kMaxRatePerMinute))
+            fail("entitlements.rateLimitPerMinute", "must be an integer from 1 to " + std::to_string(kMaxRatePerMinute));
+        if ((p.states & KA_PLAN_STATES_MAX_KEYS) && (p.max_keys < 1 || p.max_keys > KA_MAX_KEYS_LIMIT))
+            fail("entitlements.maxKeys", "must be an integer from 1 to " + std::to_string(KA_MAX_KEYS_LIMIT));
+        if (!quota_ok(p.quota, false) || (!(p.states & KA_PLAN_STATES_QUOTA) && !p.quota.none()))
+            fail("entitlements.quota", "must be null or 1 to " + std::to_string(KA_QUOTA_UNITS_MAX) +
+                                           " units a day or a month");
+        if (p.states & ~(KA_PLAN_STATES_RATE | KA_PLAN_STATES_MAX_KEYS | KA_PLAN_STATES_QUOTA))
+            fail("entitlements", "states unknown entitlements");
+        if ((!(p.states & KA_PLAN_STATES_RATE) && p.rate_rpm) || (!(p.states & KA_PLAN_STATES_MAX_KEYS) && p.max_keys))
+            fail("entitlements", "holds a value it does not state");
     }
     if (popular != 1)
         invalid("plans", "exactly one plan must be popular, not " + std::to_string(popular));
