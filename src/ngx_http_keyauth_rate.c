@@ -255,13 +255,14 @@ typedef struct {
 static ngx_int_t
 ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 {
-    u_char                     *p;
-    int64_t                     left;
-    ngx_str_t                   value;
-    ngx_uint_t                  i, n, nearest;
-    ka_quota_policy_t          *q;
-    ngx_http_keyauth_ctx_t     *ctx;
-    ngx_http_keyauth_policy_t   pol[3];
+    u_char                        *p;
+    int64_t                        left;
+    ngx_str_t                      value;
+    ngx_uint_t                     i, n, nearest;
+    ka_quota_policy_t             *q;
+    ngx_http_keyauth_ctx_t        *ctx;
+    ngx_http_keyauth_policy_t      pol[3];
+    ngx_http_keyauth_main_conf_t  *kmcf;
 
     ctx = ngx_http_keyauth_get_ctx(r);
 
@@ -280,6 +281,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
      * hand-formatted since this runs on every keyed request */
 
     n = 0;
+    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
 
     if (ctx->rate_checked) {
         pol[n].name = "per-key";
@@ -287,6 +289,18 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         pol[n].window = 60;
         pol[n].remaining = ctx->rate.remaining;
         pol[n].reset = (int64_t) ctx->rate.reset_s;
+        pol[n].per_call = 1;
+        n++;
+
+    } else if (kmcf->shm_zone) {
+        /* refused by its quota before the rate was looked at: the rate is
+         * still in force, its state unknown, so never the nearest */
+        pol[n].name = "per-key";
+        pol[n].quota = ngx_min(ctx->auth.requested_rpm,
+                               ctx->auth.entitlement_rpm);
+        pol[n].window = 60;
+        pol[n].remaining = NGX_MAX_INT32_VALUE;
+        pol[n].reset = 0;
         pol[n].per_call = 1;
         n++;
     }

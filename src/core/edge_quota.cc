@@ -6,6 +6,7 @@
 
 #include "keyauth_core.h"
 #include "quota_ledger.h"
+#include "usage_env.h"
 
 using keyauth::QuotaLedger;
 using keyauth::QuotaRef;
@@ -40,6 +41,9 @@ void unavailable(ka_quota_result_t *out, const char *why) {
     snprintf(out->reason, sizeof out->reason, "%s", why);
 }
 
+void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need, int64_t now_ms,
+           ka_quota_result_t *out);
+
 }  // namespace
 
 extern "C" {
@@ -48,6 +52,10 @@ ka_quota_ledger_t *ka_quota_open(const char *dir, char *err, size_t err_len) {
     try {
         std::string why;
         std::unique_ptr<ka_quota_ledger_t> l(new ka_quota_ledger_t());
+        if (!keyauth::ensure_usage_dir(dir, why)) {
+            snprintf(err, err_len, "%s", why.c_str());
+            return nullptr;
+        }
         l->ledger = QuotaLedger::open(std::string(dir) + "/" KA_QUOTA_LEDGER_FILE, true, why);
         if (!l->ledger) {
             snprintf(err, err_len, "%s", why.c_str());
@@ -75,6 +83,20 @@ int ka_quota_sync(ka_quota_ledger_t *ledger, char *err, size_t err_len) {
 
 void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need,
                     int64_t now_ms, ka_quota_result_t *out) {
+    check(ledger, key, need, now_ms, out);
+    if (need == 0 && out->verdict == KA_QUOTA_UNAVAILABLE) {
+        // A free call is refused nothing for want of a ledger: it shows none.
+        for (auto &p : out->policy) p.period = KA_QUOTA_NONE;
+        out->verdict = KA_QUOTA_FREE;
+    }
+}
+
+}  // extern "C"
+
+namespace {
+
+void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need, int64_t now_ms,
+           ka_quota_result_t *out) {
     out->verdict = KA_QUOTA_FREE;
     out->refused = KA_QUOTA_KEY;
     out->reason[0] = '\0';
@@ -83,7 +105,7 @@ void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint
     for (int i = 0; i < 2; i++) {
         ka_quota_policy_t &p = out->policy[i];
         p = ka_quota_policy_t{};
-        p.period = need == 0 ? static_cast<uint8_t>(KA_QUOTA_NONE) : periods[i];
+        p.period = periods[i];
         if (p.period == KA_QUOTA_NONE) continue;
         p.units = units[i];
         p.tag = keyauth::quota_period_tag(p.period, now_ms);
@@ -102,7 +124,10 @@ void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint
         }
         keep_ref(p, ref);
         p.used = QuotaLedger::used_in(ref, p.tag);
-        if (out->verdict != KA_QUOTA_EXCEEDED && (p.used >= p.units || need > p.units - p.used)) {
+        if (need == 0) {
+            out->verdict = KA_QUOTA_ADMIT;  // shown, never refused
+        } else if (out->verdict != KA_QUOTA_EXCEEDED &&
+                   (p.used >= p.units || need > p.units - p.used)) {
             out->verdict = KA_QUOTA_EXCEEDED;
             out->refused = i;
         } else if (out->verdict == KA_QUOTA_FREE) {
@@ -110,6 +135,10 @@ void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint
         }
     }
 }
+
+}  // namespace
+
+extern "C" {
 
 int ka_quota_charge(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, ka_quota_result_t *q,
                     uint64_t cost, int fit, int64_t now_ms) {

@@ -185,8 +185,8 @@ void ka_rate_table_discard_spent(void *table);
 
 typedef struct ka_quota_ledger_s ka_quota_ledger_t;
 
-/* Opens (making it if missing) the ledger in the usage directory dir, which
- * must exist. NULL on failure, with err filled. */
+/* Opens (making it, and the usage directory dir, if missing) the ledger in
+ * dir. NULL on failure, with err filled. */
 ka_quota_ledger_t *ka_quota_open(const char *dir, char *err, size_t err_len);
 void ka_quota_close(ka_quota_ledger_t *ledger);
 /* Writes the ledger's changed pages to disk (the usage collection's). */
@@ -224,7 +224,8 @@ typedef struct {
 
 /* Checks, charging nothing, that each quota of an authenticated key has
  * room for `need` units (the location's cost, or 1 when the upstream
- * reports the cost; 0: free, nothing is looked at). ledger may be NULL. */
+ * reports the cost; 0: a free call, never refused, its balances only
+ * shown). ledger may be NULL. */
 void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key,
     uint64_t need, int64_t now_ms, ka_quota_result_t *out);
 

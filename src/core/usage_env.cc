@@ -70,18 +70,23 @@ bool create_lock_file(const std::string &dir, std::string &err) {
 
 }  // namespace
 
+bool ensure_usage_dir(const std::string &path, std::string &err) {
+    if (::mkdir(path.c_str(), kDirMode) == 0) {
+        (void)::chmod(path.c_str(), kDirMode);  // the umask may have taken the group's bits
+    } else if (errno != EEXIST) {
+        err = "cannot make the directory \"" + path + "\": " + std::strerror(errno);
+        return false;
+    }
+    return true;
+}
+
 UsageEnv::~UsageEnv() {
     if (env_ != nullptr) mdb_env_close(env_);
 }
 
 std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &err) {
     try {
-        if (::mkdir(path.c_str(), kDirMode) == 0) {
-            (void)::chmod(path.c_str(), kDirMode);  // the umask may have taken the group's bits
-        } else if (errno != EEXIST) {
-            err = "cannot make the directory \"" + path + "\": " + std::strerror(errno);
-            return nullptr;
-        }
+        if (!ensure_usage_dir(path, err)) return nullptr;
         struct stat st;
         const bool fresh = ::stat((path + "/data.mdb").c_str(), &st) != 0;
         if (!create_lock_file(path, err)) return nullptr;

@@ -16,6 +16,10 @@
 
 namespace keyauth {
 
+// Makes the usage directory (mode 02750) if it is missing: the usage env's
+// and the quota ledger's home. False with err filled on failure.
+bool ensure_usage_dir(const std::string &path, std::string &err);
+
 class UsageEnv {
 public:
     ~UsageEnv();
