@@ -213,6 +213,21 @@ subtest 'bad catalogs are refused whole, the old one stays' => sub {
         ['bad id', sub { $_[0]{plans}[0]{id} = 'Bad Id' }, qr/plans\[0\]\.id/],
         ['no features', sub { $_[0]{plans}[0]{features} = [] }, qr/plans\[0\]\.features/],
         ['empty catalog', sub { $_[0]{plans} = [] }, qr/at least one plan/],
+        # issue 28: malformed entitlements name the plan and the field
+        ['quota units 0', sub { $_[0]{plans}[1]{entitlements}{quota}{units} = 0 },
+         qr/plans\[1\]\.entitlements\.quota\.units.*\(plan "starter-500"\)/],
+        ['quota units negative', sub { $_[0]{plans}[1]{entitlements}{quota}{units} = -1 },
+         qr/plans\[1\]\.entitlements\.quota\.units/],
+        ['quota units over 2^53', sub { $_[0]{plans}[1]{entitlements}{quota}{units} = 9007199254740993 },
+         qr/plans\[1\]\.entitlements\.quota\.units/],
+        ['unknown period', sub { $_[0]{plans}[1]{entitlements}{quota}{period} = 'week' },
+         qr/plans\[1\]\.entitlements\.quota\.period/],
+        ['total on a plan', sub { $_[0]{plans}[1]{entitlements}{quota}{period} = 'total' },
+         qr/plans\[1\]\.entitlements\.quota\.period.*total/],
+        ['unknown entitlement', sub { $_[0]{plans}[1]{entitlements}{burst} = 5 },
+         qr/plans\[1\]\.entitlements\.burst: unknown field/],
+        ['maxKeys a string', sub { $_[0]{plans}[1]{entitlements}{maxKeys} = '3' },
+         qr/plans\[1\]\.entitlements\.maxKeys/],
     );
     for my $case (@bad) {
         my ($name, $mutate, $re) = @$case;
@@ -223,7 +238,7 @@ subtest 'bad catalogs are refused whole, the old one stays' => sub {
         print $fh encode_json($doc);
         close $fh;
         my ($rc, undef, $err) = $t->ctl_raw('plans', 'import', $file);
-        is $rc, 1, "$name: refused";
+        is $rc, 2, "$name: refused, exit 2";
         like $err, $re, "$name: says why";
     }
     my ($rc, undef, $err) = $t->ctl_raw('plans', 'import', '/nonexistent.json');

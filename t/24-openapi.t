@@ -99,6 +99,18 @@ console(POST => '/v1/keys/key_000000000000000000000000/revoke');
 console(PATCH => "/v1/keys/$rolled->{id}", { name => 'late' });
 console(GET => '/v1/audit?limit=5');
 console(GET => '/v1/audit?limit=many');
+# issue 28: a key's quota, and the account on a plan
+my $metered = decode_json(console(POST => '/v1/keys', { name => 'metered', scopes => ['ip:read'], rateLimitPerMinute => 5,
+                                                        quota => { units => 10, period => 'total' } })->{body});
+console(POST => '/v1/keys', { name => 'x', scopes => ['ip:read'], rateLimitPerMinute => 5, quota => { units => 0, period => 'day' } });
+console(PATCH => "/v1/keys/$metered->{id}", { quota => { units => 100, period => 'week' } });
+console(PATCH => "/v1/keys/$metered->{id}", { quota => { units => 1000, period => 'month' } });
+console(GET => "/v1/keys/$metered->{id}");
+console(GET => '/v1/account');
+$t->ctl('account', 'set-plan', $acc->{id}, 'enterprise-100k');
+console(GET => '/v1/account');
+console(POST => '/v1/account', {});
+ask(GET => '/v1/account');
 
 my $file = $t->dir . '/exchanges.jsonl';
 sub validate {

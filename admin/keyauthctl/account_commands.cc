@@ -2,7 +2,6 @@
 #include "command_support.h"
 #include "commands.h"
 #include "key_json.h"
-#include "quota_json.h"
 #include "terminal_text.h"
 
 namespace keyauthctl {
@@ -64,14 +63,8 @@ std::optional<uint32_t> own_or_plan(const Args &a, const char *name, uint8_t bit
 void quota_of(const Args &a, keyauth::AccountChanges &c, bool allow_plan) {
     auto v = a.opt("quota");
     if (!v) return;
-    if (allow_plan && *v == "plan") {
-        c.follow_plan |= KA_OVERRIDE_QUOTA;
-        return;
-    }
-    std::string why;
-    auto q = keyauth::quota_from_text(*v, keyauth::QuotaOwner::kAccountOrPlan, why);
-    if (!q) throw UsageError("--quota \"" + shown(*v) + "\": " + why + (allow_plan ? ", or plan" : ""));
-    c.quota = *q;
+    c.quota = parse_quota_arg(*v, keyauth::QuotaOwner::kAccountOrPlan, allow_plan);
+    if (!c.quota) c.follow_plan |= KA_OVERRIDE_QUOTA;
 }
 
 // --max-keys and --allowed-scope, as create and update take them.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "quota_json.h"
 #include "redact.h"
 #include "rfc3339.h"
 
@@ -285,6 +286,15 @@ Args split_args(int argc, char **argv) {
     return a;
 }
 
+// --quota's form, before anything is opened.
+void check_quota_arg(const Args &a, const Command &c) {
+    if (auto v = a.opt("quota")) {
+        const bool key = std::string(c.group) == "key";
+        parse_quota_arg(*v, key ? keyauth::QuotaOwner::kKey : keyauth::QuotaOwner::kAccountOrPlan,
+                        !key && std::string(c.verb) == "update");
+    }
+}
+
 // Finds the command and checks its arguments against it, before anything
 // opens (and so creates) the store.
 void check_args(Args &a) {
@@ -331,6 +341,9 @@ void check_args(Args &a) {
     }
     for (const auto &o : c.options)
         if (o.required && !a.options.count(o.name)) throw UsageError(name + " needs --" + o.name);
+    if (name == "account create" && !a.options.count("entitlement") && !a.options.count("plan"))
+        throw UsageError("account create needs --entitlement (or --plan, to follow the plan's rate)");
+    check_quota_arg(a, c);
     if (a.options.count("etcd")) {
         if (a.options.count("db")) throw UsageError("--db and --etcd name two stores: give one");
         if (a.options.count("map-size")) throw UsageError("--map-size is for an LMDB store (--db), not etcd");
@@ -348,6 +361,14 @@ uint32_t parse_u32(const std::string &s, const char *what) {
     if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v > UINT32_MAX)
         throw UsageError(std::string(what) + " must be a positive integer, not \"" + shown(s) + "\"");
     return static_cast<uint32_t>(v);
+}
+
+std::optional<keyauth::Quota> parse_quota_arg(const std::string &v, keyauth::QuotaOwner owner, bool plan_ok) {
+    if (plan_ok && v == "plan") return std::nullopt;
+    std::string why;
+    auto q = keyauth::quota_from_text(v, owner, why);
+    if (!q) throw UsageError("--quota \"" + shown(v) + "\": " + why + (plan_ok ? ", or plan" : ""));
+    return q;
 }
 
 keyauth::Expiry parse_time_arg(const std::string &s, const char *what, bool allow_never) {

@@ -11,6 +11,7 @@
 
 #include "ids.h"
 #include "key_rules.h"
+#include "quota_json.h"
 
 namespace keyauthctl {
 
@@ -63,6 +64,9 @@ Args parse_command_line(int argc, char **argv);
 
 uint32_t parse_u32(const std::string &s, const char *what);
 keyauth::Id parse_id_arg(std::string_view prefix, const std::string &s, const char *what);
+// --quota: UNITS/day, UNITS/month (a key's also UNITS/total) or none;
+// "plan" (nullopt: follow the plan) where plan_ok.
+std::optional<keyauth::Quota> parse_quota_arg(const std::string &v, keyauth::QuotaOwner owner, bool plan_ok);
 // An RFC 3339 time, or "never" (nullopt) where allow_never.
 keyauth::Expiry parse_time_arg(const std::string &s, const char *what, bool allow_never);
 

@@ -5,7 +5,6 @@
 #include "command_support.h"
 #include "commands.h"
 #include "key_json.h"
-#include "quota_json.h"
 
 namespace keyauthctl {
 
@@ -17,11 +16,7 @@ namespace {
 // --quota UNITS/day|UNITS/month|UNITS/total|none
 std::optional<keyauth::Quota> key_quota_arg(const Args &a) {
     auto v = a.opt("quota");
-    if (!v) return std::nullopt;
-    std::string why;
-    auto q = keyauth::quota_from_text(*v, keyauth::QuotaOwner::kKey, why);
-    if (!q) throw UsageError("--quota \"" + shown(*v) + "\": " + why);
-    return q;
+    return v ? parse_quota_arg(*v, keyauth::QuotaOwner::kKey, false) : std::nullopt;
 }
 
 // A new key's object with its secret: the one time it is ever printed.
