@@ -218,3 +218,38 @@ TEST(QuotaCost, ReportedCostsParseStrictly) {
     EXPECT_EQ(ka_quota_parse_cost("", 0), -1);
     EXPECT_EQ(ka_quota_parse_cost("1e3", 3), -1);
 }
+
+// Many edges: keyauth-syncd reads each subject's own use to publish and
+// sets what the other edges used; the edge admits against the sum.
+TEST(QuotaLedger, OtherEdgesUseCountsAtThisEdge) {
+    TempDir dir;
+    std::string err;
+    auto edge = QuotaLedger::open(dir.sub("q"), true, err, 256);
+    ASSERT_TRUE(edge) << err;
+    auto syncd = QuotaLedger::open_existing(dir.sub("q"), err);
+    ASSERT_TRUE(syncd) << err;
+    EXPECT_FALSE(QuotaLedger::open_existing(dir.sub("none"), err));
+    const auto id = id_of(3);
+    const uint16_t tag = quota_period_tag(KA_QUOTA_DAY, kDecemberFirst);
+    QuotaRef ref;
+    uint64_t used;
+    ASSERT_TRUE(edge->find(QuotaSubject::kAccount, id.data(), kDecemberFirst, ref));
+    edge->charge(QuotaSubject::kAccount, id.data(), ref, tag, 4, 10, true, kDecemberFirst, &used);
+    std::vector<QuotaLedger::Entry> seen;
+    syncd->for_each([&](const QuotaLedger::Entry &e) { seen.push_back(e); });
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].subject, QuotaSubject::kAccount);
+    EXPECT_EQ(std::memcmp(seen[0].id, id.data(), KA_ID_LEN), 0);
+    EXPECT_EQ(seen[0].tag, tag);
+    EXPECT_EQ(seen[0].used, 4u);
+    ASSERT_TRUE(syncd->set_others(QuotaSubject::kAccount, id.data(), tag, 5, kDecemberFirst));
+    EXPECT_EQ(QuotaLedger::used_in(ref, tag), 9u);
+    EXPECT_EQ(edge->charge(QuotaSubject::kAccount, id.data(), ref, tag, 2, 10, true, kDecemberFirst, &used),
+              QuotaLedger::Charge::kNoRoom);
+    EXPECT_EQ(edge->charge(QuotaSubject::kAccount, id.data(), ref, tag, 1, 10, true, kDecemberFirst, &used),
+              QuotaLedger::Charge::kCharged);
+    EXPECT_EQ(used, 10u);
+    // Another period's news counts for nothing.
+    syncd->set_others(QuotaSubject::kAccount, id.data(), tag - 1, 100, kDecemberFirst);
+    EXPECT_EQ(QuotaLedger::used_in(ref, tag), 5u);
+}

@@ -26,11 +26,14 @@ constexpr size_t kSlotsAt = 16;
 constexpr size_t kInUseAt = 24;
 
 // Slot: u32 sequence (odd while its subject is written), u8 subject,
-// 3 reserved, 12 bytes of id, 4 reserved, u64 use word, 32 reserved.
+// 3 reserved, 12 bytes of id, 4 reserved, u64 use word (this edge's), u64
+// others word (the other edges', in the same layout: keyauth-syncd's), 24
+// reserved.
 constexpr size_t kSeqAt = 0;
 constexpr size_t kSubjectAt = 4;
 constexpr size_t kIdAt = 8;
 constexpr size_t kWordAt = 24;
+constexpr size_t kOthersAt = 32;
 
 constexpr uint64_t kUsedMask = (uint64_t{1} << 48) - 1;
 // Never a period's tag (TOTAL is 0xC000 alone): a slot being given to
@@ -67,6 +70,7 @@ struct QuotaLedger::Impl {
     unsigned char *slot(uint64_t i) const { return map + kHeaderBytes + i * kSlotBytes; }
     static uint32_t *seq(unsigned char *s) { return reinterpret_cast<uint32_t *>(s + kSeqAt); }
     static uint64_t *word(unsigned char *s) { return reinterpret_cast<uint64_t *>(s + kWordAt); }
+    static uint64_t *others(unsigned char *s) { return reinterpret_cast<uint64_t *>(s + kOthersAt); }
     uint64_t *in_use() const { return reinterpret_cast<uint64_t *>(map + kInUseAt); }
 
     uint64_t home(QuotaSubject subject, const unsigned char *id) const {
@@ -120,7 +124,7 @@ struct QuotaLedger::Impl {
             if (n != 0) {
                 // A live subject's slot, unless its period is over and no
                 // charge lands first (a charge swaps the word it expects).
-                if (!stale(w, now_ms) ||
+                if (!stale(w, now_ms) || !stale(__atomic_load_n(others(s), __ATOMIC_ACQUIRE), now_ms) ||
                     !__atomic_compare_exchange_n(word(s), &w, word_of(kMovingTag, 0), false,
                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                     continue;
@@ -131,6 +135,7 @@ struct QuotaLedger::Impl {
             __atomic_store_n(sq, n + 1, __ATOMIC_RELEASE);
             __atomic_store_n(s + kSubjectAt, static_cast<uint8_t>(subject), __ATOMIC_RELAXED);
             std::memcpy(s + kIdAt, id, KA_ID_LEN);
+            __atomic_store_n(others(s), uint64_t{0}, __ATOMIC_RELAXED);
             __atomic_store_n(sq, n + 2, __ATOMIC_RELEASE);
             __atomic_store_n(word(s), uint64_t{0}, __ATOMIC_RELEASE);
             out = QuotaRef{word(s), sq, n + 2};
@@ -149,11 +154,24 @@ QuotaLedger::~QuotaLedger() {
 
 std::unique_ptr<QuotaLedger> QuotaLedger::open(const std::string &path, bool writable,
                                                std::string &err, uint64_t slots) {
+    return open_file(path, writable, writable, err, slots);
+}
+
+std::unique_ptr<QuotaLedger> QuotaLedger::open_existing(const std::string &path, std::string &err) {
+    return open_file(path, true, false, err, kDefaultSlots);
+}
+
+std::unique_ptr<QuotaLedger> QuotaLedger::open_file(const std::string &path, bool writable,
+                                                    bool create, std::string &err,
+                                                    uint64_t slots) {
     std::unique_ptr<QuotaLedger> l(new QuotaLedger());
     Impl &m = *l->impl_;
     m.path = path;
     m.writable = writable;
-    m.fd = ::open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0640);
+    // 0660: keyauth-syncd (the group) writes the other edges' use
+    m.fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | (create ? O_CREAT : 0) | O_CLOEXEC,
+                  0660);
+    if (m.fd >= 0 && create) (void)::fchmod(m.fd, 0660);  // the umask may have taken the group's bits
     if (m.fd < 0) {
         err = errno_text("cannot open the quota ledger", path);
         return nullptr;
@@ -175,7 +193,7 @@ std::unique_ptr<QuotaLedger> QuotaLedger::open(const std::string &path, bool wri
         return nullptr;
     }
     unsigned char header[kHeaderBytes] = {};
-    if (st.st_size == 0 && writable) {
+    if (st.st_size == 0 && create) {
         if (slots == 0 || slots > kMaxSlots) {
             err = "quota ledger slots out of range";
             return nullptr;
@@ -240,9 +258,21 @@ bool QuotaLedger::find(QuotaSubject subject, const unsigned char *id, int64_t no
     return ok;
 }
 
+namespace {
+
+// The other edges' use of period `tag`, beside a slot's own word.
+uint64_t others_in(const uint64_t *word, uint16_t tag) {
+    const uint64_t o = __atomic_load_n(word + (kOthersAt - kWordAt) / sizeof(uint64_t), __ATOMIC_ACQUIRE);
+    return tag_of(o) == tag ? o & kUsedMask : 0;
+}
+
+}  // namespace
+
 uint64_t QuotaLedger::used_in(const QuotaRef &ref, uint16_t tag) noexcept {
     const uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
-    return tag_of(w) == tag ? w & kUsedMask : 0;
+    const uint64_t own = tag_of(w) == tag ? w & kUsedMask : 0;
+    const uint64_t sum = own + others_in(ref.word, tag);
+    return sum > kUsedMask ? kUsedMask : sum;
 }
 
 QuotaLedger::Charge QuotaLedger::charge(QuotaSubject subject, const unsigned char *id,
@@ -253,14 +283,15 @@ QuotaLedger::Charge QuotaLedger::charge(QuotaSubject subject, const unsigned cha
         uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
         while (__atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen && tag_of(w) != kMovingTag) {
             const uint64_t used = tag_of(w) == tag ? w & kUsedMask : 0;
-            if (fit && (cost > units || used > units - cost)) {
-                *used_after = used;
+            const uint64_t fleet = used + others_in(ref.word, tag);
+            if (fit && (cost > units || fleet > units - cost)) {
+                *used_after = fleet;
                 return Charge::kNoRoom;
             }
             const uint64_t after = used + cost > kUsedMask ? kUsedMask : used + cost;
             if (__atomic_compare_exchange_n(ref.word, &w, word_of(tag, after), false,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                *used_after = after;
+                *used_after = fleet + cost;
                 return Charge::kCharged;
             }
         }
@@ -283,6 +314,33 @@ void QuotaLedger::refund(const QuotaRef &ref, uint16_t tag, uint64_t cost) noexc
             return;
         }
     }
+}
+
+bool QuotaLedger::entry(uint64_t i, Entry &out) const noexcept {
+    if (i >= impl_->slots) return false;
+    unsigned char *s = impl_->slot(i);
+    const uint32_t seq1 = __atomic_load_n(Impl::seq(s), __ATOMIC_ACQUIRE);
+    if (seq1 == 0 || (seq1 & 1)) return false;
+    const uint64_t w = __atomic_load_n(Impl::word(s), __ATOMIC_ACQUIRE);
+    out.subject = static_cast<QuotaSubject>(__atomic_load_n(s + kSubjectAt, __ATOMIC_RELAXED));
+    std::memcpy(out.id, s + kIdAt, KA_ID_LEN);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(Impl::seq(s), __ATOMIC_RELAXED) != seq1) return false;
+    out.tag = tag_of(w);
+    out.used = w & kUsedMask;
+    return w != 0 && out.tag != kMovingTag &&
+           (out.subject == QuotaSubject::kKey || out.subject == QuotaSubject::kAccount);
+}
+
+bool QuotaLedger::set_others(QuotaSubject subject, const unsigned char *id, uint16_t tag,
+                             uint64_t used, int64_t now_ms) noexcept {
+    QuotaRef ref;
+    if (!find(subject, id, now_ms, ref)) return false;
+    uint64_t *o = ref.word + (kOthersAt - kWordAt) / sizeof(uint64_t);
+    __atomic_store_n(o, word_of(tag, used > kUsedMask ? kUsedMask : used), __ATOMIC_RELEASE);
+    // the slot may have gone to another subject meanwhile: then this is
+    // theirs to overwrite, and the next round sets it again
+    return __atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen;
 }
 
 bool QuotaLedger::sync(std::string &err) noexcept {

@@ -48,6 +48,9 @@ public:
     // writable. nullptr with err filled on failure.
     static std::unique_ptr<QuotaLedger> open(const std::string &path, bool writable,
                                              std::string &err, uint64_t slots = kDefaultSlots);
+    // keyauth-syncd's: an existing ledger (made by the nginx workers), for
+    // writing what the other edges used. Never creates one.
+    static std::unique_ptr<QuotaLedger> open_existing(const std::string &path, std::string &err);
     ~QuotaLedger();
     QuotaLedger(const QuotaLedger &) = delete;
     QuotaLedger &operator=(const QuotaLedger &) = delete;
@@ -61,7 +64,8 @@ public:
     bool find(QuotaSubject subject, const unsigned char *id, int64_t now_ms,
               QuotaRef &out) noexcept;
 
-    // What the slot has used in period `tag`.
+    // What the slot's subject has used in period `tag`: on this edge, plus
+    // what keyauth-syncd last heard the other edges used (many edges).
     static uint64_t used_in(const QuotaRef &ref, uint16_t tag) noexcept;
     // Adds cost to period `tag`: only if used + cost <= units (fit), or
     // unconditionally (saturating at 2^48 - 1). *used_after is the period's
@@ -72,6 +76,29 @@ public:
     // Takes back a charge of period `tag` (nothing if its period ended).
     static void refund(const QuotaRef &ref, uint16_t tag, uint64_t cost) noexcept;
 
+    // Many edges (keyauth-syncd): each subject's own use in its period, to
+    // publish, and what the other edges used, to count at this edge.
+    struct Entry {
+        QuotaSubject subject;
+        unsigned char id[12];
+        uint16_t tag;
+        uint64_t used;  // this edge's own
+    };
+    // Every subject with use in a period (a total quota's included), in
+    // slot order; lock-free, so a subject charged meanwhile may show either.
+    template <class Fn>
+    void for_each(Fn &&fn) const {
+        Entry e;
+        for (uint64_t i = 0; i < slots(); i++) {
+            if (entry(i, e)) fn(e);
+        }
+    }
+    bool entry(uint64_t slot, Entry &out) const noexcept;
+    // Sets the other edges' use of period `tag` (false: no room, or the
+    // ledger is read-only).
+    bool set_others(QuotaSubject subject, const unsigned char *id, uint16_t tag, uint64_t used,
+                    int64_t now_ms) noexcept;
+
     // msync: the collector's, off the request path.
     bool sync(std::string &err) noexcept;
     uint64_t slots() const noexcept;
@@ -79,6 +106,8 @@ public:
 
 private:
     QuotaLedger();
+    static std::unique_ptr<QuotaLedger> open_file(const std::string &path, bool writable,
+                                                  bool create, std::string &err, uint64_t slots);
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
