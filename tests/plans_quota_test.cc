@@ -14,6 +14,7 @@
 #include "catalog_json.h"
 #include "console_fixture.h"
 #include "quota_json.h"
+#include "quota_period.h"
 
 namespace keyauth::testing {
 namespace {
@@ -136,6 +137,29 @@ TEST(PlanEntitlements, AMalformedEntitlementNamesThePlanAndTheField) {
             EXPECT_NE(std::string(e.what()).find("(plan \"a\")"), std::string::npos) << e.what();
         }
     }
+}
+
+TEST(QuotaUsage, TheLedgerIsReadOnceItExistsAndMissingIsNothingUsed) {
+    TempDir dir;
+    const std::string path = dir.sub("quota.ledger");
+    auto source = make_ledger_quota_usage(path);
+    Id id{};
+    id[0] = 7;
+    const int64_t now = 1'800'000'000'000;
+    EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now), 0u);  // no file yet
+    std::string err;
+    auto ledger = QuotaLedger::open(path, /*writable=*/true, err, 1024);
+    ASSERT_TRUE(ledger) << err;
+    QuotaRef ref;
+    ASSERT_TRUE(ledger->find(QuotaSubject::kKey, id.data(), now, ref));
+    uint64_t after = 0;
+    const uint16_t tag = quota_period_tag(KA_QUOTA_MONTH, now);
+    ASSERT_EQ(ledger->charge(QuotaSubject::kKey, id.data(), ref, tag, 5, 100, true, now, &after),
+              QuotaLedger::Charge::kCharged);
+    EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now), 5u);
+    // another subject, another period: nothing
+    EXPECT_EQ(source->used(QuotaSubject::kAccount, id, KA_QUOTA_MONTH, now), 0u);
+    EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now + 40LL * 86'400'000), 0u);
 }
 
 TEST_P(PlansQuotaTest, SetPlanGivesThePlansValuesAndAnUnknownPlanWritesNothing) {
