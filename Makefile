@@ -63,7 +63,7 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
               etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev prometheus \
-              chromium chromium-driver python3-selenium
+              chromium chromium-driver python3-selenium faketime
 BENCH_PKGS := valgrind libnginx-mod-http-lua
 # make deb / make test-deb: Debian's packaging tools (dh_nginx and the
 # nginx_mod build system come with nginx-dev)

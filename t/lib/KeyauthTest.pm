@@ -85,9 +85,14 @@ sub module_path { "$BUILD/ngx_http_keyauth_module.so" }
 sub build_dir { $BUILD }
 
 # Runs code with the environment nginx needs for the module being tested.
+# start_nginx(faketime => '@2026-11-30 23:59:54'): nginx's wall clock starts
+# there and runs on (libfaketime; CLOCK_MONOTONIC stays real, so timers do).
+my $FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
 sub with_nginx_env {
     my ($dir, $code) = @_;
-    local $ENV{LD_PRELOAD} = $ASAN_RUNTIME if $ASAN;
+    my @preload = (($ASAN ? $ASAN_RUNTIME : ()), ($ENV{FAKETIME} ? $FAKETIME_LIB : ()));
+    local $ENV{LD_PRELOAD} = join(':', @preload) if @preload;
     local $ENV{ASAN_OPTIONS} = "log_path=$dir/sanitizer:detect_leaks=0" if $ASAN;
     return $code->();
 }
@@ -181,6 +186,9 @@ sub key {
 sub start_nginx {
     my ($self, %o) = @_;
     $self->ctl('init') unless $o{no_init};
+    local $ENV{FAKETIME} = $o{faketime} if $o{faketime};
+    local $ENV{DONT_FAKE_MONOTONIC} = 1 if $o{faketime};
+    local $ENV{FAKETIME_DONT_RESET} = 1 if $o{faketime};
     for my $attempt (1 .. 5) {
         $self->{port} = free_port();
         $self->{upstream_port} = free_port();
