@@ -45,9 +45,10 @@ protected:
     CreatedAccount alice = store.create_account("alice", 100);
     CreatedAccount bob = store.create_account("bob", 100);
 
-    HttpResponse call(const std::string &method, const std::string &path,
-                         const CreatedAccount *who, const std::string &body = "",
-                         const std::string &type = "application/json") {
+    // A console request, with `who`'s token (none: no Authorization).
+    static HttpRequest request(const std::string &method, const std::string &path,
+                               const CreatedAccount *who, const std::string &body = "",
+                               const std::string &type = "application/json") {
         HttpRequest r;
         r.method = method;
         r.path = path;
@@ -58,7 +59,12 @@ protected:
         r.content_type = type;
         r.client_address = "203.0.113.7";
         r.body = body;
-        return api.handle(r);
+        return r;
+    }
+    HttpResponse call(const std::string &method, const std::string &path,
+                         const CreatedAccount *who, const std::string &body = "",
+                         const std::string &type = "application/json") {
+        return api.handle(request(method, path, who, body, type));
     }
     HttpResponse create(const CreatedAccount &who, const std::string &body) {
         return call("POST", "/v1/keys", &who, body);

@@ -66,17 +66,10 @@ protected:
         store.set_exchange_rate(83'000'000);
         store.import_plans(parse_catalog(seed_text()));
     }
+    // As call(), through the console that reads quota use from `usage`.
     HttpResponse qcall(const std::string &method, const std::string &path, const CreatedAccount &who,
                        const std::string &body = "") {
-        HttpRequest r;
-        r.method = method;
-        r.path = path;
-        r.has_authorization = true;
-        r.authorization = "Bearer " + who.console_token;
-        r.content_type = "application/json";
-        r.client_address = "203.0.113.7";
-        r.body = body;
-        return quota_api.handle(r);
+        return quota_api.handle(request(method, path, &who, body));
     }
     Entitlements effective(const Id &id) { return store.find_account_on_plan(id)->effective; }
     size_t audit_count(const Id &id) { return store.list_audit(id, 1000, std::nullopt).events.size(); }
