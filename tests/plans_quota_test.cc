@@ -344,6 +344,29 @@ TEST_P(PlansQuotaTest, BadKeyQuotasAre400AndWriteNothing) {
     EXPECT_TRUE(store.find_key(key_id)->quota.none());
 }
 
+// A source that cannot be read (etcd down) never fails an answer: a new
+// key's secret is still given, its quota's use shown as unknown.
+class BrokenQuotaUsage : public QuotaUsageSource {
+public:
+    uint64_t used(QuotaSubject, const Id &, uint8_t, int64_t) override {
+        throw StoreError(StoreError::Kind::kUnavailable, "", "etcd is down");
+    }
+};
+
+TEST_P(PlansQuotaTest, AnUnreadableQuotaSourceNeverLosesASecret) {
+    BrokenQuotaUsage broken;
+    ConsoleApi api_down{store, nullptr, &broken};
+    json body = key_body();
+    body["quota"] = {{"units", 10}, {"period", "day"}};
+    HttpResponse r = api_down.handle(request("POST", "/v1/keys", &alice, body.dump()));
+    ASSERT_EQ(r.status, 201) << r.body;
+    json k = parsed(r);
+    EXPECT_TRUE(k.contains("secret"));
+    EXPECT_TRUE(k["quota"]["used"].is_null());
+    EXPECT_TRUE(k["quota"]["remaining"].is_null());
+    EXPECT_EQ(k["quota"]["units"], 10);
+}
+
 TEST_P(PlansQuotaTest, GetAccountShowsThePlanTheEffectiveValuesAndTheQuotasUse) {
     HttpResponse r = qcall("GET", "/v1/account", alice);
     ASSERT_EQ(r.status, 200) << r.body;

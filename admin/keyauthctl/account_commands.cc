@@ -28,8 +28,9 @@ std::string scopes_text(const json &allowed) {
 std::string quota_text(const json &q) {
     if (q.is_null()) return "no quota";
     std::string s = "quota " + std::to_string(q["units"].get<uint64_t>()) + "/" + q["period"].get<std::string>() +
-                    ": " + std::to_string(q["used"].get<uint64_t>()) + " used, " +
-                    std::to_string(q["remaining"].get<int64_t>()) + " remaining";
+                    (q["used"].is_null() ? std::string(": use not readable now")
+                                         : ": " + std::to_string(q["used"].get<uint64_t>()) + " used, " +
+                                               std::to_string(q["remaining"].get<int64_t>()) + " remaining");
     return s + (q["resetsAt"].is_null() ? "" : ", resets " + q["resetsAt"].get<std::string>());
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "key_json.h"
+#include "quota_json.h"
 #include "terminal_text.h"
 
 namespace keyauthctl {
@@ -50,9 +51,9 @@ std::unique_ptr<keyauth::QuotaUsageSource> quota_usage;
 
 void set_quota_usage(std::unique_ptr<keyauth::QuotaUsageSource> source) { quota_usage = std::move(source); }
 
-uint64_t key_quota_used(const keyauth::KeyRecord &key, int64_t now) {
-    if (!quota_usage || key.quota.none()) return 0;
-    return quota_usage->used(keyauth::QuotaSubject::kKey, keyauth::quota_subject_id(key), key.quota.period, now);
+std::optional<uint64_t> key_quota_used(const keyauth::KeyRecord &key, int64_t now) {
+    return keyauth::quota_used_of(quota_usage.get(), keyauth::QuotaSubject::kKey, keyauth::quota_subject_id(key),
+                                  key.quota, now);
 }
 
 uint32_t entitlement_of(keyauth::Store &store, const Id &account) {
@@ -67,11 +68,9 @@ json account_json(keyauth::Store &store, const keyauth::Account &given,
     else if (!given.record.plan_id.empty()) on.plan = store.find_plan(given.record.plan_id);
     on.effective = keyauth::effective_of(given.record, on.plan ? &*on.plan : nullptr);
     const int64_t now = store.now();
-    const keyauth::Quota &q = on.effective.quota;
-    const uint64_t used = quota_usage && !q.none()
-                              ? quota_usage->used(keyauth::QuotaSubject::kAccount, given.id, q.period, now)
-                              : 0;
-    return keyauth::account_to_json(on, used, now);
+    return keyauth::account_to_json(
+        on, keyauth::quota_used_of(quota_usage.get(), keyauth::QuotaSubject::kAccount, given.id, on.effective.quota, now),
+        now);
 }
 
 json key_json(keyauth::Store &store, const keyauth::KeyRecord &key) {

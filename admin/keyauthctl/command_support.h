@@ -21,8 +21,9 @@ keyauth::Actor operator_actor();
 
 // Where keyauthctl reads what quotas used (main sets it; none: 0 used).
 void set_quota_usage(std::unique_ptr<keyauth::QuotaUsageSource> source);
-// What a key's quota (by its roll chain) used this period; 0 without one.
-uint64_t key_quota_used(const keyauth::KeyRecord &key, int64_t now);
+// What a key's quota (by its roll chain) used this period; 0 without one,
+// nullopt if it cannot be read now (never an exception).
+std::optional<uint64_t> key_quota_used(const keyauth::KeyRecord &key, int64_t now);
 
 // The account's effective entitlement (its own or its plan's), to show a
 // key's effective rate (0 if gone).

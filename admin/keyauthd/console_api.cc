@@ -284,10 +284,8 @@ HttpResponse ConsoleApi::route(const HttpRequest &req) {
 json ConsoleApi::key_json(const KeyRecord &key, uint32_t entitlement) {
     const int64_t now = store_.now();
     // a key's quota is counted under its roll chain's rate id (quota_usage.h)
-    const uint64_t used = quota_ && !key.quota.none()
-                              ? quota_->used(QuotaSubject::kKey, quota_subject_id(key), key.quota.period, now)
-                              : 0;
-    return key_to_json(key, entitlement, now, used);
+    return key_to_json(key, entitlement, now,
+                       quota_used_of(quota_, QuotaSubject::kKey, quota_subject_id(key), key.quota, now));
 }
 
 // Usage comes from the edges' collections, not from the store: if it cannot
@@ -325,8 +323,7 @@ HttpResponse ConsoleApi::get_account(const Id &account) {
     auto acc = store_.find_account_on_plan(account);
     if (!acc) return json_error(404, "NOT_FOUND", "No such account");
     const int64_t now = store_.now();
-    const Quota &q = acc->effective.quota;
-    const uint64_t used = quota_ && !q.none() ? quota_->used(QuotaSubject::kAccount, account, q.period, now) : 0;
+    const auto used = quota_used_of(quota_, QuotaSubject::kAccount, account, acc->effective.quota, now);
     HttpResponse r = json_response(200, account_to_json(*acc, used, now));
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;

@@ -28,7 +28,8 @@ const char *key_status(const KeyRecord &key, int64_t now_ms) {
     return key_active(key, now_ms) ? "active" : "expired";
 }
 
-nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms, uint64_t quota_used) {
+nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms,
+                           std::optional<uint64_t> quota_used) {
     return {
         {"id", id_to_string(kKeyIdPrefix, key.key_id)},
         {"name", key.name},
@@ -48,7 +49,7 @@ nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64
     };
 }
 
-nlohmann::json account_to_json(const AccountOnPlan &on, uint64_t quota_used, int64_t now_ms) {
+nlohmann::json account_to_json(const AccountOnPlan &on, std::optional<uint64_t> quota_used, int64_t now_ms) {
     const AccountRecord &rec = on.account.record;
     nlohmann::json overrides = nlohmann::json::array();
     if (rec.overrides & KA_OVERRIDE_RATE) overrides.push_back("rateLimitPerMinute");

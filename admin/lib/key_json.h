@@ -26,7 +26,7 @@ const char *key_status(const KeyRecord &key, int64_t now_ms);
 // lastUsedAt and usage are null here (the console fills them in). Never
 // the secret or its hash.
 nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms,
-                           uint64_t quota_used = 0);
+                           std::optional<uint64_t> quota_used = 0);
 // Fills in usage {allowed, rateLimited} and lastUsedAt (null if never used).
 void set_usage(nlohmann::json &key, const UsageTotals &usage);
 
@@ -36,6 +36,6 @@ void set_usage(nlohmann::json &key, const UsageTotals &usage);
 // this period), overrides (which of rateLimitPerMinute, maxKeys, quota are
 // the account's own rather than its plan's), entitlementPerMinute (its
 // own rate) and createdAt.
-nlohmann::json account_to_json(const AccountOnPlan &account, uint64_t quota_used, int64_t now_ms);
+nlohmann::json account_to_json(const AccountOnPlan &account, std::optional<uint64_t> quota_used, int64_t now_ms);
 
 }  // namespace keyauth

@@ -1,5 +1,6 @@
 #include "quota_json.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "quota_period.h"
@@ -86,14 +87,26 @@ nlohmann::json quota_terms_json(const Quota &q) {
     return {{"units", q.units}, {"period", quota_period_name(q.period)}};
 }
 
-nlohmann::json quota_to_json(const Quota &q, uint64_t used, int64_t now_ms) {
+std::optional<uint64_t> quota_used_of(QuotaUsageSource *source, QuotaSubject subject, const Id &id,
+                                      const Quota &q, int64_t now_ms) noexcept {
+    if (source == nullptr || q.none()) return 0;
+    try {
+        return source->used(subject, id, q.period, now_ms);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+nlohmann::json quota_to_json(const Quota &q, std::optional<uint64_t> used, int64_t now_ms) {
     if (q.none()) return nullptr;
     const int64_t end = quota_period_end_ms(q.period, now_ms);
-    // units and used are below 2^48: the difference fits
-    const int64_t remaining = static_cast<int64_t>(q.units) - static_cast<int64_t>(used);
+    // units are below 2^48 and a sum of uses is bounded: clamp, never wrap
+    const uint64_t u = used ? std::min<uint64_t>(*used, uint64_t(INT64_MAX) / 2) : 0;
+    const nlohmann::json remaining = used ? nlohmann::json(static_cast<int64_t>(q.units) - static_cast<int64_t>(u))
+                                          : nlohmann::json(nullptr);
     return {{"units", q.units},
             {"period", quota_period_name(q.period)},
-            {"used", used},
+            {"used", used ? nlohmann::json(*used) : nlohmann::json(nullptr)},
             {"remaining", remaining},
             {"resetsAt", end < 0 ? nlohmann::json(nullptr) : nlohmann::json(format_time(end))}};
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "quota_usage.h"
 #include "records.h"
 
 namespace keyauth {
@@ -30,8 +31,15 @@ std::optional<Quota> quota_from_text(const std::string &text, QuotaOwner owner, 
 // The quota's object as keys and accounts show it: null, or
 // {"units","period","used","remaining","resetsAt"} with remaining =
 // units - used (below zero after a metered call overshot) and resetsAt the
-// end of the period holding now_ms (null for total).
-nlohmann::json quota_to_json(const Quota &q, uint64_t used, int64_t now_ms);
+// end of the period holding now_ms (null for total). used unknown: used
+// and remaining null.
+nlohmann::json quota_to_json(const Quota &q, std::optional<uint64_t> used, int64_t now_ms);
+
+// What `id` used of quota `q` this period: 0 without a quota or a source,
+// nullopt when the source cannot be read now. Never throws: an answer that
+// carries a new secret or token must not fail after its commit.
+std::optional<uint64_t> quota_used_of(QuotaUsageSource *source, QuotaSubject subject, const Id &id,
+                                      const Quota &q, int64_t now_ms) noexcept;
 
 // {"units","period"} or null: a plan's stated quota, without use.
 nlohmann::json quota_terms_json(const Quota &q);
