@@ -70,10 +70,11 @@ int main(int argc, char **argv) {
             usage_etcd.key_file = opt.etcd_key;
             usage_etcd.request_timeout = std::chrono::seconds(3);
         }
-        std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(
-            opt.db, usage_etcd, opt.etcd_prefix.empty() ? std::string(keyauth::kDefaultEtcdPrefix) : opt.etcd_prefix);
+        const std::string prefix =
+            opt.etcd_prefix.empty() ? std::string(keyauth::kDefaultEtcdPrefix) : opt.etcd_prefix;
+        std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(opt.db, usage_etcd, prefix);
         std::unique_ptr<keyauth::QuotaUsageSource> quota_usage =
-            keyauth::make_quota_usage_source(opt.db, usage_etcd);
+            keyauth::make_quota_usage_source(opt.db, usage_etcd, prefix);
         keyauth::ConsoleApi api(store, usage.get(), quota_usage.get());
         // GET /metrics on the same listener (the nginx configs proxy only
         // /v1/keys and /v1/audit, so it stays on loopback)

@@ -3,7 +3,9 @@
 #include <mutex>
 
 #include "keyauth_schema.h"
+#include "quota_keyspace.h"
 #include "quota_period.h"
+#include "store_error.h"
 
 namespace keyauth {
 namespace {
@@ -33,12 +35,54 @@ private:
     std::unique_ptr<QuotaLedger> ledger_;
 };
 
-// TODO(issue 28, "Exact on one host, bounded across edges": many edges):
-// sum what every edge's syncd publishes of each quota to etcd. Until then
-// keyauthd on etcd shows used 0 (remaining = units).
+// Many edges: every edge's keyauth-syncd keeps its own use of the subject
+// in the current period at "<prefix>/quota/<subject><id>/<edge>"; the sum
+// over the edges, of the period asked for, is the fleet's.
 class EtcdQuotaUsage : public QuotaUsageSource {
 public:
-    uint64_t used(QuotaSubject, const Id &, uint8_t, int64_t) override { return 0; }
+    EtcdQuotaUsage(etcd::ClientOptions options, std::string prefix)
+        : options_(std::move(options)), prefix_(std::move(prefix)) {}
+
+    uint64_t used(QuotaSubject subject, const Id &id, uint8_t period, int64_t now_ms) override {
+        const uint16_t tag = quota_period_tag(period, now_ms);
+        const std::string quota_prefix = etcd_quota_prefix(prefix_);
+        etcd::RangeRequest r;
+        r.key = etcd_quota_subject_prefix(prefix_, subject, id);
+        r.range_end = etcd::prefix_range_end(r.key);
+        etcd::RangeResponse answer;
+        etcd::Status st;
+        {
+            std::lock_guard<std::mutex> lock(mu_);  // one client, one call at a time
+            if (!client_) {
+                std::string error;
+                client_ = etcd::Client::make(options_, error);
+                if (!client_) unavailable("etcd client: " + error);
+            }
+            st = client_->range(r, answer);
+        }
+        if (!st.ok()) unavailable(std::string("etcd range failed (") + etcd::errc_name(st.code) + "): " + st.message);
+        uint64_t sum = 0;
+        for (const etcd::KeyValue &kv : answer.kvs) {
+            QuotaKeyName name;
+            QuotaUse use;
+            if (!parse_etcd_quota_key(quota_prefix, kv.key, name) || !decode_quota_use(kv.value, use) ||
+                use.tag != tag) {
+                continue;  // another period's (a day over, not yet deleted)
+            }
+            sum = sum + use.used < sum ? UINT64_MAX : sum + use.used;
+        }
+        return sum;
+    }
+
+private:
+    [[noreturn]] static void unavailable(const std::string &why) {
+        throw StoreError(StoreError::Kind::kUnavailable, "", why);
+    }
+
+    etcd::ClientOptions options_;
+    std::string prefix_;
+    std::mutex mu_;
+    std::unique_ptr<etcd::Client> client_;
 };
 
 }  // namespace
@@ -47,8 +91,13 @@ std::unique_ptr<QuotaUsageSource> make_ledger_quota_usage(std::string ledger_pat
     return std::make_unique<LedgerQuotaUsage>(std::move(ledger_path));
 }
 
-std::unique_ptr<QuotaUsageSource> make_quota_usage_source(const std::string &db, const etcd::ClientOptions &etcd) {
-    if (!etcd.endpoints.empty()) return std::make_unique<EtcdQuotaUsage>();
+std::unique_ptr<QuotaUsageSource> make_etcd_quota_usage(etcd::ClientOptions options, std::string prefix) {
+    return std::make_unique<EtcdQuotaUsage>(std::move(options), std::move(prefix));
+}
+
+std::unique_ptr<QuotaUsageSource> make_quota_usage_source(const std::string &db, const etcd::ClientOptions &etcd,
+                                                          const std::string &etcd_prefix) {
+    if (!etcd.endpoints.empty()) return make_etcd_quota_usage(etcd, etcd_prefix);
     return make_ledger_quota_usage(db + KA_USAGE_DIR_SUFFIX + "/" + KA_QUOTA_LEDGER_FILE);
 }
 

@@ -3,7 +3,8 @@
 // usage_source.h (lifetime totals); this is the current period's count.
 //   - single host: the edge's quota ledger, "<usage dir>/quota.ledger"
 //     (src/core/quota_ledger.h), mapped read-only once it exists;
-//   - many edges: not yet summed (see make_quota_usage_source).
+//   - many edges: the sum of what every edge's keyauth-syncd published of
+//     the subject's use in the period ("<prefix>/quota/...", quota_keyspace.h).
 // A subject with nothing recorded (or no ledger yet) has used 0.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "etcd_client.h"
+#include "etcd_keyspace.h"
 #include "ids.h"
 #include "quota_ledger.h"
 #include "records.h"
@@ -21,7 +23,8 @@ namespace keyauth {
 class QuotaUsageSource {
 public:
     virtual ~QuotaUsageSource() = default;
-    // Units `id` used in the period of kind `period` holding now_ms.
+    // Units `id` used in the period of kind `period` holding now_ms. The
+    // etcd source throws StoreError (kUnavailable) when etcd cannot be read.
     virtual uint64_t used(QuotaSubject subject, const Id &id, uint8_t period, int64_t now_ms) = 0;
 };
 
@@ -33,8 +36,13 @@ inline const Id &quota_subject_id(const KeyRecord &key) { return is_none(key.rat
 // while it does not exist).
 std::unique_ptr<QuotaUsageSource> make_ledger_quota_usage(std::string ledger_path);
 
+// Every edge's use, summed from etcd under `prefix`: one range read a call.
+std::unique_ptr<QuotaUsageSource> make_etcd_quota_usage(etcd::ClientOptions options, std::string prefix);
+
 // What keyauthd and keyauthctl wire in: the ledger beside the store (`db`
 // + ".usage"), or with etcd endpoints the many-edge source.
-std::unique_ptr<QuotaUsageSource> make_quota_usage_source(const std::string &db, const etcd::ClientOptions &etcd);
+std::unique_ptr<QuotaUsageSource> make_quota_usage_source(
+    const std::string &db, const etcd::ClientOptions &etcd,
+    const std::string &etcd_prefix = std::string(kDefaultEtcdPrefix));
 
 }  // namespace keyauth

@@ -4,10 +4,11 @@
 //   keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT] [--allow-remote]
 //                 [--etcd-prefix /keyauth/1] [--map-size MIB]
 //                 [--etcd-cacert F] [--etcd-cert F --etcd-key F]
-//                 [--usage-db PATH] [--usage-interval SECONDS]
+//                 [--usage-db PATH] [--usage-interval SECONDS] [--quota-interval MS]
 //
-// The sync loop and the usage publisher run on threads of their own (a slow
-// etcd delays usage, never the mirror); the main thread serves /metrics and
+// The sync loop, the usage publisher and the quota exchange run on threads
+// of their own (a slow etcd delays usage and quotas, never the mirror); the
+// main thread serves /metrics and
 // /healthz (or only waits) until SIGTERM or SIGINT.
 #include <signal.h>
 
@@ -20,6 +21,7 @@
 #include "access_log.h"
 #include "http_server.h"
 #include "mirror.h"
+#include "quota_exchange.h"
 #include "sync_loop.h"
 #include "syncd_log.h"
 #include "syncd_metrics.h"
@@ -70,6 +72,17 @@ int main(int argc, char **argv) {
             return 1;
         }
 
+        QuotaExchangeOptions qo;
+        qo.etcd = so.etcd;
+        qo.prefix = opt.prefix;
+        qo.usage_db = opt.usage_db;
+        qo.interval = opt.quota_interval;
+        std::unique_ptr<QuotaExchange> quotas = QuotaExchange::make(qo, metrics, error);
+        if (!quotas) {
+            std::cerr << "keyauth-syncd: " << error << "\n";
+            return 1;
+        }
+
         std::unique_ptr<keyauth::HttpServer> server;
         sigset_t stop_signals;
         if (!opt.metrics.empty()) {
@@ -98,17 +111,21 @@ int main(int argc, char **argv) {
                               {"appliedRevision", mark ? mark->revision : 0}});
         std::thread sync([&loop] { loop->run(); });
         std::thread usage([&publisher] { publisher->run(); });
-        struct Joiner {  // however main leaves, both threads are stopped and joined
+        std::thread quota([&quotas] { quotas->run(); });
+        struct Joiner {  // however main leaves, every thread is stopped and joined
             SyncLoop &loop;
             UsagePublisher &publisher;
-            std::thread &sync, &usage;
+            QuotaExchange &quotas;
+            std::thread &sync, &usage, &quota;
             ~Joiner() {
                 loop.stop();
                 publisher.stop();
+                quotas.stop();
                 if (sync.joinable()) sync.join();
                 if (usage.joinable()) usage.join();
+                if (quota.joinable()) quota.join();
             }
-        } joiner{*loop, *publisher, sync, usage};
+        } joiner{*loop, *publisher, *quotas, sync, usage, quota};
         if (server) {
             server->run();
         } else {
@@ -117,8 +134,10 @@ int main(int argc, char **argv) {
         }
         loop->stop();
         publisher->stop();
+        quotas->stop();
         sync.join();
         usage.join();
+        quota.join();
         log_event("stopped", {{"appliedRevision", metrics.applied_revision()}});
         return 0;
     } catch (const std::exception &e) {

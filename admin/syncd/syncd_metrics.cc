@@ -72,6 +72,15 @@ std::string Metrics::text() const {
     metric(out, "keyauth_syncd_usage_publish_errors_total", "counter",
            "Usage publications that failed (the usage env unreadable, etcd unreachable); retried next interval.",
            std::to_string(usage_publish_errors()));
+    metric(out, "keyauth_syncd_quota_published_total", "counter",
+           "Quota use of this edge (a key's or an account's, in its period) written to etcd.",
+           std::to_string(quota_published()));
+    metric(out, "keyauth_syncd_quota_exchange_errors_total", "counter",
+           "Quota exchange rounds that failed (etcd unreachable, the ledger full); retried next interval.",
+           std::to_string(quota_exchange_errors()));
+    metric(out, "keyauth_syncd_quota_exchanged_timestamp_seconds", "gauge",
+           "When this edge last published its quota use and counted the other edges' (0: not yet).",
+           std::to_string(quota_exchanged_ms() / 1000));
     return out;
 }
 

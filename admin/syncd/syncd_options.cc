@@ -17,14 +17,17 @@ namespace {
 const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT]
                      [--allow-remote] [--etcd-prefix /keyauth/1] [--map-size MIB]
                      [--etcd-cacert FILE] [--etcd-cert FILE --etcd-key FILE]
-                     [--usage-db PATH] [--usage-interval SECONDS] [--max-lag SECONDS]
+                     [--usage-db PATH] [--usage-interval SECONDS] [--quota-interval MS]
+                     [--max-lag SECONDS]
 
 Mirrors the keyauth records under an etcd prefix into this edge host's LMDB
 store, which the nginx module reads: the only writer of that store. Rebuilds
 it from a snapshot (beside the live copy, swapped in atomically) when it is
 new, from another cluster, or behind a compaction; then follows etcd's watch.
 Also publishes this edge's per-key usage (what the nginx workers collect in
-the usage env) to etcd, where keyauthd sums every edge's.
+the usage env) to etcd, where keyauthd sums every edge's, and exchanges
+quota use with the other edges: publishes what this edge charged to each
+key's and account's quota, and counts the other edges' at this edge.
 Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
 
   --etcd URLS       etcd members, comma-separated: http(s)://HOST:PORT
@@ -43,6 +46,9 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     PATH + ".usage", nginx's default too)
   --usage-interval S  publish the usage that changed every S seconds, 1 to
                     30 (default 15)
+  --quota-interval MS  exchange quota use with the other edges every MS
+                    milliseconds, 100 to 30000 (default 1000); the fleet's
+                    overshoot of a quota grows with it (docs/scale-out.md)
   --max-lag S       GET /healthz answers 503 once the edge has not known
                     itself current (every change in etcd applied) for more
                     than S seconds, 1 to 3600 (default 10), and while a
@@ -69,7 +75,7 @@ size_t bounded(const std::string &option, const std::string &text, size_t lo, si
 
 Options parse_options(int argc, char **argv) {
     Options o;
-    std::string etcd, map_mib, prefix, usage_interval, max_lag;
+    std::string etcd, map_mib, prefix, usage_interval, quota_interval, max_lag;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -92,6 +98,7 @@ Options parse_options(int argc, char **argv) {
                             : a == "--etcd-key"     ? &o.etcd_key
                             : a == "--usage-db"     ? &o.usage_db
                             : a == "--usage-interval" ? &usage_interval
+                            : a == "--quota-interval" ? &quota_interval
                             : a == "--max-lag"      ? &max_lag
                                                     : nullptr;
         if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
@@ -124,6 +131,10 @@ Options parse_options(int argc, char **argv) {
     if (o.usage_db.empty()) o.usage_db = o.db + KA_USAGE_DIR_SUFFIX;
     if (!usage_interval.empty()) {
         o.usage_interval = std::chrono::seconds(bounded("--usage-interval", usage_interval, 1, 30, "seconds"));
+    }
+    if (!quota_interval.empty()) {
+        o.quota_interval = std::chrono::milliseconds(
+            bounded("--quota-interval", quota_interval, 100, 30000, "milliseconds"));
     }
     if (!max_lag.empty()) o.max_lag = std::chrono::seconds(bounded("--max-lag", max_lag, 1, 3600, "seconds"));
     if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;

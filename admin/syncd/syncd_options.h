@@ -21,6 +21,7 @@ struct Options {
     size_t map_size = 0;  // bytes; 0: as the store was written
     std::string usage_db;  // default: db + ".usage"
     std::chrono::milliseconds usage_interval{15000};
+    std::chrono::milliseconds quota_interval{1000};  // the quota exchange's (quota_exchange.h)
     std::chrono::milliseconds max_lag{10000};  // /healthz answers 503 past it
 };
 

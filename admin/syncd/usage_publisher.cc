@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "etcd_codec.h"
@@ -22,9 +23,17 @@ struct EdgeUsage {
     std::map<std::string, UsageTotals> totals;  // account id ++ key id
 };
 
-// The usage env as it is now; false with a reason if it cannot be read.
-// An env without an edge id yet reads as empty.
-bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error) {
+// LMDB must not have one environment open twice in a process (closing
+// either drops the other's locks): the publisher's and the quota exchange's
+// reads of the usage env take turns.
+std::mutex usage_env_mu;
+
+// Opens the usage env read-only, runs `fn` in a read transaction with the
+// edge id (and the usage database), and closes it. MDB_NOTFOUND: no edge id
+// yet (made by nginx, not written yet).
+template <class Fn>
+int with_usage_env(const std::string &path, unsigned char edge_id[KA_USAGE_EDGE_ID_LEN], Fn &&fn) {
+    std::lock_guard<std::mutex> lock(usage_env_mu);
     MDB_env *env = nullptr;
     int rc = mdb_env_create(&env);
     if (rc == 0) {
@@ -39,10 +48,21 @@ bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error
     MDB_val k{sizeof(KA_USAGE_META_EDGE_ID) - 1, const_cast<char *>(KA_USAGE_META_EDGE_ID)}, v{};
     if (rc == 0) rc = mdb_get(txn, meta, &k, &v);
     if (rc == 0 && v.mv_size != KA_USAGE_EDGE_ID_LEN) rc = MDB_CORRUPTED;
-    if (rc == 0) std::memcpy(out.edge_id, v.mv_data, KA_USAGE_EDGE_ID_LEN);
-    MDB_cursor *cur = nullptr;
-    if (rc == 0) rc = mdb_cursor_open(txn, usage, &cur);
-    if (rc == 0) {
+    if (rc == 0) std::memcpy(edge_id, v.mv_data, KA_USAGE_EDGE_ID_LEN);
+    if (rc == 0) rc = fn(txn, usage);
+    if (txn != nullptr) mdb_txn_abort(txn);
+    if (env != nullptr) mdb_env_close(env);
+    return rc;
+}
+
+// The usage env as it is now; false with a reason if it cannot be read.
+// An env without an edge id yet reads as empty.
+bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error) {
+    const int rc = with_usage_env(path, out.edge_id, [&out](MDB_txn *txn, MDB_dbi usage) {
+        MDB_cursor *cur = nullptr;
+        int rc = mdb_cursor_open(txn, usage, &cur);
+        if (rc != 0) return rc;
+        MDB_val k{}, v{};
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
             UsageTotals t;
             if (k.mv_size != KA_USAGE_KEY_LEN ||
@@ -51,11 +71,9 @@ bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error
             }
             out.totals[std::string(static_cast<const char *>(k.mv_data), k.mv_size)] = t;
         }
-        if (rc == MDB_NOTFOUND) rc = 0;
         mdb_cursor_close(cur);
-    }
-    if (txn != nullptr) mdb_txn_abort(txn);
-    if (env != nullptr) mdb_env_close(env);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    });
     if (rc == MDB_NOTFOUND) {  // made by nginx, not written yet
         out.totals.clear();
         return true;
@@ -65,6 +83,15 @@ bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error
 }
 
 }  // namespace
+
+bool read_usage_edge_id(const std::string &usage_db, unsigned char edge_id[KA_USAGE_EDGE_ID_LEN],
+                        std::string &error) {
+    struct stat st;
+    if (::stat((usage_db + "/data.mdb").c_str(), &st) != 0) return false;  // no usage env yet
+    const int rc = with_usage_env(usage_db, edge_id, [](MDB_txn *, MDB_dbi) { return 0; });
+    if (rc != 0 && rc != MDB_NOTFOUND) error = "usage env \"" + usage_db + "\": " + mdb_strerror(rc);
+    return rc == 0;
+}
 
 std::unique_ptr<UsagePublisher> UsagePublisher::make(UsagePublisherOptions options, Metrics &metrics,
                                                      std::string &error) {

@@ -31,6 +31,12 @@ struct UsagePublisherOptions {
     std::chrono::milliseconds interval{15000};
 };
 
+// The edge id in the usage env at `usage_db` (what this edge's usage and
+// quota use are published under); false while there is none yet, or with
+// `error` set when the env cannot be read.
+bool read_usage_edge_id(const std::string &usage_db, unsigned char edge_id[KA_USAGE_EDGE_ID_LEN],
+                        std::string &error);
+
 class UsagePublisher {
 public:
     // Null with a reason when the etcd options are unusable.

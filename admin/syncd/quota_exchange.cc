@@ -1,0 +1,216 @@
+#include "quota_exchange.h"
+
+#include <cstring>
+#include <vector>
+
+#include "etcd_codec.h"
+#include "quota_keyspace.h"
+#include "quota_period.h"
+#include "syncd_log.h"
+#include "usage_publisher.h"
+
+namespace keyauth::syncd {
+namespace {
+
+// etcd refuses more operations per txn (--max-txn-ops).
+constexpr size_t kOpsPerTxn = 128;
+constexpr int64_t kPageSize = 10000;
+
+// Whether `tag` is the period now holding now_ms for its kind.
+bool current(uint16_t tag, int64_t now_ms) {
+    const uint8_t kind = static_cast<uint8_t>(tag >> 14);
+    if (kind != KA_QUOTA_DAY && kind != KA_QUOTA_MONTH && kind != KA_QUOTA_TOTAL) return false;
+    return quota_period_tag(kind, now_ms) == tag;
+}
+
+// A subject as a map key: its subject byte, then its id.
+std::string subject_key(QuotaSubject subject, const unsigned char *id) {
+    std::string k(1, static_cast<char>(subject));
+    k.append(reinterpret_cast<const char *>(id), KA_ID_LEN);
+    return k;
+}
+
+QuotaSubject subject_of(const std::string &k) { return static_cast<QuotaSubject>(static_cast<uint8_t>(k[0])); }
+
+Id id_of(const std::string &k) {
+    Id id;
+    std::memcpy(id.data(), k.data() + 1, KA_ID_LEN);
+    return id;
+}
+
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+std::string etcd_error(const char *what, const etcd::Status &s) {
+    return std::string(what) + " (" + etcd::errc_name(s.code) + "): " + s.message;
+}
+
+}  // namespace
+
+std::unique_ptr<QuotaExchange> QuotaExchange::make(QuotaExchangeOptions options, Metrics &metrics,
+                                                   std::string &error) {
+    auto client = etcd::Client::make(options.etcd, error);
+    if (!client) return nullptr;
+    return std::unique_ptr<QuotaExchange>(new QuotaExchange(std::move(options), metrics, std::move(client)));
+}
+
+QuotaExchange::QuotaExchange(QuotaExchangeOptions options, Metrics &metrics, std::unique_ptr<etcd::Client> client)
+    : options_(std::move(options)), metrics_(metrics), client_(std::move(client)) {}
+
+bool QuotaExchange::exchange_once(int64_t now_ms) {
+    std::string error;
+    bool ok = false;
+    try {
+        ok = round(now_ms, error);
+    } catch (const std::exception &e) {  // bad_alloc: the next round may do better
+        error = e.what();
+    }
+    if (!ok) return failed(error);
+    if (failing_) log_event("quota exchange recovered");
+    failing_ = false;
+    metrics_.set_quota_exchanged(now_ms);
+    return true;
+}
+
+// Counted every round, logged once when the exchange starts failing (an
+// unreachable etcd would otherwise log every second).
+bool QuotaExchange::failed(const std::string &error) {
+    metrics_.add_quota_exchange_error();
+    if (!failing_) log_event("quota exchange failed", {{"error", error}});
+    failing_ = true;
+    return false;
+}
+
+bool QuotaExchange::round(int64_t now_ms, std::string &error) {
+    if (!ledger_) {
+        std::string why;
+        ledger_ = QuotaLedger::open_existing(options_.usage_db + "/" + KA_QUOTA_LEDGER_FILE, why);
+        if (!ledger_) return true;  // the workers have not made it yet
+    }
+    if (!have_edge_id_) {
+        have_edge_id_ = read_usage_edge_id(options_.usage_db, edge_id_, error);
+        if (!error.empty()) return false;
+    }
+
+    // 1. every edge's use
+    const std::string within = etcd_quota_prefix(options_.prefix);
+    etcd::RangeRequest r;
+    r.key = within;
+    r.range_end = etcd::prefix_range_end(within);
+    std::map<std::string, QuotaUse> mine;                              // what etcd holds of this edge
+    std::map<std::string, std::pair<uint16_t, uint64_t>> others;       // the other edges' sums
+    etcd::Status s = client_->range_all(r, kPageSize, [&](const etcd::RangeResponse &page) {
+        for (const etcd::KeyValue &kv : page.kvs) {
+            QuotaKeyName name;
+            QuotaUse use;
+            if (!parse_etcd_quota_key(within, kv.key, name) || !decode_quota_use(kv.value, use)) continue;
+            const std::string k = subject_key(name.subject, name.id.data());
+            if (have_edge_id_ && std::memcmp(name.edge_id, edge_id_, KA_USAGE_EDGE_ID_LEN) == 0) {
+                mine[k] = use;
+            } else if (current(use.tag, now_ms) && use.used > 0) {
+                auto &sum = others[k];
+                if (sum.first != use.tag && sum.second != 0) {
+                    // two current periods (a quota whose period kind changed): the greater tag's is counted
+                    if (use.tag < sum.first) continue;
+                    sum.second = 0;
+                }
+                sum.first = use.tag;
+                sum.second = saturating_add(sum.second, use.used);
+            }
+        }
+        return true;
+    });
+    if (!s.ok()) {
+        error = etcd_error("reading the quota use", s);
+        return false;
+    }
+
+    // 2. the others' use, at this edge
+    bool room = true;
+    for (const auto &[k, use] : others) {
+        room &= ledger_->set_others(subject_of(k), id_of(k).data(), use.first, use.second, now_ms);
+    }
+    for (const auto &[k, use] : folded_) {
+        if (others.count(k) == 0) {  // the others' use went (a refund, a key deleted): back to 0
+            ledger_->set_others(subject_of(k), id_of(k).data(), use.first, 0, now_ms);
+        }
+    }
+    folded_ = std::move(others);
+    if (!room) {
+        error = "the quota ledger has no room for another subject";
+        return false;
+    }
+    if (!have_edge_id_) return true;
+
+    // 3. this edge's own use, where etcd does not hold it yet
+    std::vector<std::pair<std::string, QuotaUse>> puts;
+    std::map<std::string, bool> live;  // subjects whose key is put or current
+    ledger_->for_each([&](const QuotaLedger::Entry &e) {
+        if (!current(e.tag, now_ms)) return;
+        const std::string k = subject_key(e.subject, e.id);
+        const QuotaUse use{e.tag, e.used};
+        live[k] = true;
+        auto it = mine.find(k);
+        if (it == mine.end() ? use.used > 0 : it->second != use) puts.emplace_back(k, use);
+    });
+    for (size_t i = 0; i < puts.size(); i += kOpsPerTxn) {
+        etcd::TxnRequest txn;
+        const size_t end = std::min(puts.size(), i + kOpsPerTxn);
+        for (size_t j = i; j < end; j++) {
+            const std::string &k = puts[j].first;
+            txn.success.emplace_back(etcd::PutRequest{
+                etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id_), encode_quota_use(puts[j].second)});
+        }
+        etcd::TxnResponse answer;
+        s = client_->txn(txn, answer);
+        if (!s.ok()) {  // what was not put differs from etcd still: the next round puts it
+            error = etcd_error("publishing the quota use", s);
+            return false;
+        }
+        metrics_.add_quota_published(end - i);
+    }
+
+    // 4. this edge's keys of periods that are over
+    etcd::TxnRequest prune;
+    for (const auto &[k, use] : mine) {
+        if (prune.success.size() == kOpsPerTxn) break;  // the rest next round
+        if (current(use.tag, now_ms) || live.count(k) != 0) continue;
+        const std::string key = etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id_);
+        prune.success.emplace_back(etcd::DeleteRangeRequest{key, ""});
+    }
+    if (!prune.success.empty()) {
+        etcd::TxnResponse answer;
+        s = client_->txn(prune, answer);
+        if (!s.ok()) {
+            error = etcd_error("deleting past quota use", s);
+            return false;
+        }
+    }
+    return true;
+}
+
+void QuotaExchange::run() {
+    auto next = std::chrono::steady_clock::now();
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            wake_.wait_until(lock, next, [this] { return stop_; });
+            if (stop_) break;
+        }
+        next = std::chrono::steady_clock::now() + options_.interval;
+        const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+        exchange_once(now_ms);
+    }
+}
+
+void QuotaExchange::stop() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    client_->cancel();
+}
+
+}  // namespace keyauth::syncd

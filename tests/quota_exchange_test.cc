@@ -1,0 +1,285 @@
+// Quotas across edges (issue 28): each edge's keyauth-syncd publishes what
+// its nginx workers charged to each quota (from the edge's quota ledger) to
+// etcd, and counts what the other edges charged into its own ledger. Real
+// etcd members on loopback (tests/etcd_cluster.h); each fake edge is a usage
+// dir with its usage env (the edge id) and quota ledger, charged as the
+// workers charge it.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "etcd_client.h"
+#include "etcd_cluster.h"
+#include "etcd_keyspace.h"
+#include "mutation.h"
+#include "quota_exchange.h"
+#include "quota_keyspace.h"
+#include "quota_ledger.h"
+#include "quota_period.h"
+#include "quota_usage.h"
+#include "record_changes.h"
+#include "syncd_metrics.h"
+#include "temp_dir.h"
+#include "usage_env.h"
+
+using namespace keyauth;
+using keyauth::testing::EtcdCluster;
+using keyauth::testing::TempDir;
+
+namespace {
+
+const std::string kPrefix = "/keyauth/1";
+constexpr int64_t kDecemberFirst = 1796083200000;  // 2026-12-01T00:00:00Z
+constexpr int64_t kDay = 86400000;
+
+Id id_of(unsigned char c) {
+    Id id;
+    id.fill(c);
+    return id;
+}
+
+// One fake edge: its usage dir, with a usage env (so, an edge id) and the
+// ledger its workers charge.
+struct Edge {
+    explicit Edge(const std::string &dir, bool with_env = true) : usage_db(dir) {
+        std::string err;
+        if (with_env) {
+            env = UsageEnv::open(usage_db, err);
+            EXPECT_TRUE(env) << err;
+        } else {
+            EXPECT_TRUE(ensure_usage_dir(usage_db, err)) << err;
+        }
+        ledger = QuotaLedger::open(usage_db + "/" KA_QUOTA_LEDGER_FILE, true, err, 1024);
+        EXPECT_TRUE(ledger) << err;
+    }
+    // Charges `cost` to a subject's day quota at now_ms, as a worker does
+    // (fit: refused past `units`, counting the others' use).
+    bool charge(QuotaSubject s, const Id &id, uint64_t cost, int64_t now_ms, uint64_t units = 1000) {
+        QuotaRef ref;
+        if (!ledger->find(s, id.data(), now_ms, ref)) return false;
+        uint64_t after = 0;
+        return ledger->charge(s, id.data(), ref, quota_period_tag(KA_QUOTA_DAY, now_ms), cost, units, true,
+                              now_ms, &after) == QuotaLedger::Charge::kCharged;
+    }
+    uint64_t used(QuotaSubject s, const Id &id, int64_t now_ms) const {
+        return ledger->used(s, id.data(), quota_period_tag(KA_QUOTA_DAY, now_ms));
+    }
+
+    std::string usage_db;
+    std::unique_ptr<UsageEnv> env;
+    std::unique_ptr<QuotaLedger> ledger;
+};
+
+syncd::QuotaExchangeOptions exchange_options(const EtcdCluster &etcd, const std::string &usage_db) {
+    syncd::QuotaExchangeOptions o;
+    o.etcd.endpoints = etcd.endpoint_list();
+    o.etcd.request_timeout = std::chrono::seconds(2);
+    o.prefix = kPrefix;
+    o.usage_db = usage_db;
+    return o;
+}
+
+// Every key under "<prefix>/quota/", and its value.
+std::map<std::string, QuotaUse> quota_keys(const EtcdCluster &etcd) {
+    std::string error;
+    etcd::ClientOptions co;
+    co.endpoints = etcd.endpoint_list();
+    auto c = etcd::Client::make(co, error);
+    std::map<std::string, QuotaUse> out;
+    if (!c) return out;
+    etcd::RangeRequest r;
+    r.key = etcd_quota_prefix(kPrefix);
+    r.range_end = etcd::prefix_range_end(r.key);
+    etcd::RangeResponse answer;
+    if (!c->range(r, answer).ok()) return out;
+    for (const auto &kv : answer.kvs) decode_quota_use(kv.value, out[kv.key]);
+    return out;
+}
+
+}  // namespace
+
+TEST(QuotaKeyspace, KeysAndValuesRoundTripAndStrangersAreRefused) {
+    const unsigned char edge[KA_USAGE_EDGE_ID_LEN] = {0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xff};
+    const std::string k = etcd_quota_key(kPrefix, QuotaSubject::kAccount, id_of(0xc3), edge);
+    EXPECT_EQ(k, "/keyauth/1/quota/02c3c3c3c3c3c3c3c3c3c3c3c3/ab0102030405060708090aff");
+    EXPECT_EQ(etcd_quota_subject_prefix(kPrefix, QuotaSubject::kKey, id_of(1)),
+              "/keyauth/1/quota/01010101010101010101010101");
+    const std::string within = etcd_quota_prefix(kPrefix);
+    QuotaKeyName n;
+    ASSERT_TRUE(parse_etcd_quota_key(within, k, n));
+    EXPECT_EQ(n.subject, QuotaSubject::kAccount);
+    EXPECT_EQ(n.id, id_of(0xc3));
+    EXPECT_EQ(std::memcmp(n.edge_id, edge, sizeof(edge)), 0);
+    EXPECT_FALSE(parse_etcd_quota_key(within, k + "0", n));
+    EXPECT_FALSE(parse_etcd_quota_key(within, k.substr(0, k.size() - 1) + "G", n));
+    std::string bent = k;
+    bent[within.size() + 1] = '3';  // subject 3: not one
+    EXPECT_FALSE(parse_etcd_quota_key(within, bent, n));
+    bent = k;
+    bent[within.size() + 26] = '_';
+    EXPECT_FALSE(parse_etcd_quota_key(within, bent, n));
+    EXPECT_FALSE(parse_etcd_quota_key(etcd_quota_prefix("/other"), k, n));
+
+    const QuotaUse use{0x4123, (uint64_t{1} << 48) - 1};
+    const std::string v = encode_quota_use(use);
+    EXPECT_EQ(v.size(), kQuotaUseSize);
+    QuotaUse back;
+    ASSERT_TRUE(decode_quota_use(v, back));
+    EXPECT_EQ(back, use);
+    EXPECT_FALSE(decode_quota_use(v + "x", back));
+    std::string v2 = v;
+    v2[0] = 2;
+    EXPECT_FALSE(decode_quota_use(v2, back)) << "a layout this build does not know";
+}
+
+// syncd's watch ends before the quota exchange and after every mirrored table.
+TEST(QuotaKeyspace, SyncdsWatchEndsBeforeQuotas) {
+    const std::string end = syncd::watched_end(kPrefix);
+    EXPECT_LE(end, etcd_quota_prefix(kPrefix)) << "quota use is never watched";
+    for (size_t i = 0; i < kTableCount; i++) {
+        const Table t = static_cast<Table>(i);
+        EXPECT_LT(etcd_table_prefix(kPrefix, t), etcd_quota_prefix(kPrefix)) << table_name(t);
+    }
+    EXPECT_FALSE(syncd::record_change(kPrefix, etcd_quota_prefix(kPrefix) + "01/02", std::string("x")))
+        << "not a record";
+}
+
+TEST(QuotaExchange, EachEdgeCountsTheOthersUse) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    Edge a(dir.sub("a.usage")), b(dir.sub("b.usage")), c(dir.sub("c.usage"));
+    syncd::Metrics ma, mb, mc;
+    std::string error;
+    auto xa = syncd::QuotaExchange::make(exchange_options(etcd, a.usage_db), ma, error);
+    auto xb = syncd::QuotaExchange::make(exchange_options(etcd, b.usage_db), mb, error);
+    auto xc = syncd::QuotaExchange::make(exchange_options(etcd, c.usage_db), mc, error);
+    ASSERT_TRUE(xa && xb && xc) << error;
+    const int64_t now = kDecemberFirst + 3600000;
+    const Id key = id_of(1), account = id_of(2), lone = id_of(3);
+
+    ASSERT_TRUE(a.charge(QuotaSubject::kKey, key, 10, now));
+    ASSERT_TRUE(a.charge(QuotaSubject::kAccount, account, 3, now));
+    ASSERT_TRUE(b.charge(QuotaSubject::kKey, key, 5, now));
+    ASSERT_TRUE(c.charge(QuotaSubject::kKey, lone, 1, now));
+    const uint64_t c_slots = c.ledger->slots_in_use();
+    for (auto *x : {xa.get(), xb.get(), xc.get(), xa.get()}) ASSERT_TRUE(x->exchange_once(now));
+    EXPECT_EQ(ma.quota_published(), 2u);
+    EXPECT_EQ(mb.quota_published(), 1u);
+    EXPECT_EQ(quota_keys(etcd).size(), 4u) << "one key per subject and edge";
+
+    EXPECT_EQ(a.used(QuotaSubject::kKey, key, now), 15u) << "its own 10 and b's 5";
+    EXPECT_EQ(b.used(QuotaSubject::kKey, key, now), 15u) << "b's round came after a's";
+    EXPECT_EQ(b.used(QuotaSubject::kKey, lone, now), 0u) << "and before c's";
+    EXPECT_EQ(a.used(QuotaSubject::kKey, lone, now), 1u) << "c's, on an edge that never served it";
+    EXPECT_EQ(c.used(QuotaSubject::kAccount, account, now), 3u);
+    EXPECT_EQ(c.used(QuotaSubject::kKey, key, now), 15u);
+    EXPECT_EQ(c.ledger->slots_in_use(), c_slots + 2) << "the key and the account: used elsewhere";
+    ASSERT_TRUE(xb->exchange_once(now));
+    EXPECT_EQ(b.used(QuotaSubject::kKey, key, now), 15u);
+    EXPECT_EQ(b.used(QuotaSubject::kKey, lone, now), 1u);
+
+    // the fleet's use is what an edge admits against
+    EXPECT_FALSE(a.charge(QuotaSubject::kKey, key, 6, now, 20)) << "15 + 6 > 20";
+    ASSERT_TRUE(a.charge(QuotaSubject::kKey, key, 5, now, 20));
+
+    // only what changed is put again; nothing for a subject with no use here
+    const uint64_t before = ma.quota_published();
+    ASSERT_TRUE(xa->exchange_once(now));
+    EXPECT_EQ(ma.quota_published(), before + 1);
+    ASSERT_TRUE(xa->exchange_once(now));
+    EXPECT_EQ(ma.quota_published(), before + 1);
+    ASSERT_TRUE(xb->exchange_once(now));
+    EXPECT_EQ(b.used(QuotaSubject::kKey, key, now), 20u);
+
+    // keyauthd's view (etcd mode): every edge's use of the subject
+    etcd::ClientOptions co;
+    co.endpoints = etcd.endpoint_list();
+    auto src = make_quota_usage_source("", co, kPrefix);
+    EXPECT_EQ(src->used(QuotaSubject::kKey, key, KA_QUOTA_DAY, now), 20u);
+    EXPECT_EQ(src->used(QuotaSubject::kAccount, account, KA_QUOTA_DAY, now), 3u);
+    EXPECT_EQ(src->used(QuotaSubject::kAccount, key, KA_QUOTA_DAY, now), 0u) << "another subject";
+    EXPECT_EQ(src->used(QuotaSubject::kKey, key, KA_QUOTA_MONTH, now), 0u) << "another period";
+    EXPECT_EQ(src->used(QuotaSubject::kKey, key, KA_QUOTA_DAY, now + kDay), 0u) << "the next day";
+}
+
+TEST(QuotaExchange, ThePeriodsEndAndTheirKeysGo) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    Edge a(dir.sub("a.usage")), b(dir.sub("b.usage"));
+    syncd::Metrics ma, mb;
+    std::string error;
+    auto xa = syncd::QuotaExchange::make(exchange_options(etcd, a.usage_db), ma, error);
+    auto xb = syncd::QuotaExchange::make(exchange_options(etcd, b.usage_db), mb, error);
+    ASSERT_TRUE(xa && xb) << error;
+    const int64_t today = kDecemberFirst + 3600000, tomorrow = today + kDay;
+    // more subjects than one txn takes
+    for (int i = 0; i < 300; i++) {
+        Id k = id_of(9);
+        k[11] = static_cast<unsigned char>(i);
+        k[10] = static_cast<unsigned char>(i >> 8);
+        ASSERT_TRUE(a.charge(QuotaSubject::kKey, k, 1, today));
+    }
+    ASSERT_TRUE(xa->exchange_once(today));
+    EXPECT_EQ(ma.quota_published(), 300u) << "in three transactions";
+    ASSERT_TRUE(xb->exchange_once(today));
+    Id k7 = id_of(9);
+    k7[10] = 0;
+    k7[11] = 7;
+    EXPECT_EQ(b.used(QuotaSubject::kKey, k7, today), 1u);
+
+    // the next day: yesterday's use counts for nothing, and goes from etcd,
+    // at most 128 keys a round
+    ASSERT_TRUE(b.charge(QuotaSubject::kKey, k7, 2, tomorrow, 2)) << "a full quota again";
+    ASSERT_TRUE(xa->exchange_once(tomorrow));
+    EXPECT_EQ(quota_keys(etcd).size(), 300u - 128u);
+    ASSERT_TRUE(xa->exchange_once(tomorrow));
+    ASSERT_TRUE(xa->exchange_once(tomorrow));
+    ASSERT_TRUE(xb->exchange_once(tomorrow));
+    const auto left = quota_keys(etcd);
+    ASSERT_EQ(left.size(), 1u) << "b's use of today";
+    EXPECT_EQ(left.begin()->second.used, 2u);
+    EXPECT_EQ(a.used(QuotaSubject::kKey, k7, tomorrow), 0u);
+    ASSERT_TRUE(xa->exchange_once(tomorrow));
+    EXPECT_EQ(a.used(QuotaSubject::kKey, k7, tomorrow), 2u);
+}
+
+TEST(QuotaExchange, NoLedgerNoEdgeIdAndEtcdDown) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    const int64_t now = kDecemberFirst;
+    syncd::Metrics m, mb;
+    std::string error;
+    // no ledger yet: nothing to do, not a failure
+    auto x = syncd::QuotaExchange::make(exchange_options(etcd, dir.sub("none.usage")), m, error);
+    ASSERT_TRUE(x) << error;
+    EXPECT_TRUE(x->exchange_once(now));
+
+    // a ledger but no usage env (no edge id yet): counts every edge's use,
+    // publishes nothing
+    Edge a(dir.sub("a.usage")), fresh(dir.sub("fresh.usage"), /*with_env=*/false);
+    auto xa = syncd::QuotaExchange::make(exchange_options(etcd, a.usage_db), m, error);
+    auto xf = syncd::QuotaExchange::make(exchange_options(etcd, fresh.usage_db), mb, error);
+    ASSERT_TRUE(xa && xf) << error;
+    ASSERT_TRUE(a.charge(QuotaSubject::kAccount, id_of(4), 7, now));
+    ASSERT_TRUE(fresh.charge(QuotaSubject::kAccount, id_of(4), 1, now));
+    ASSERT_TRUE(xa->exchange_once(now));
+    ASSERT_TRUE(xf->exchange_once(now));
+    EXPECT_EQ(mb.quota_published(), 0u);
+    EXPECT_EQ(fresh.used(QuotaSubject::kAccount, id_of(4), now), 8u);
+    EXPECT_EQ(quota_keys(etcd).size(), 1u);
+
+    // etcd down: counted, and made good by a later round
+    ASSERT_TRUE(a.charge(QuotaSubject::kAccount, id_of(4), 1, now));
+    etcd.stop(0);
+    EXPECT_FALSE(xa->exchange_once(now));
+    EXPECT_EQ(m.quota_exchange_errors(), 1u);
+    etcd.resume(0);
+    ASSERT_TRUE(xa->exchange_once(now));
+    EXPECT_EQ(quota_keys(etcd).begin()->second.used, 8u);
+    EXPECT_GT(m.quota_exchanged_ms(), 0);
+}
