@@ -395,6 +395,47 @@ for my $help ('-h', '--help') {
     ok !-e $db, 'no store was created';
 }
 
+# Plans carry entitlements (issue 28): an account on a plan, its own values
+# over the plan's, "plan" to follow it again, each an audit event.
+{
+    my $ctl_json = sub {
+        my ($rc, $out, $err) = run_ctl_captured('--db', $db, '--json', @_);
+        is $rc, 0, "keyauthctl @_" or diag $err;
+        return $rc ? {} : JSON::PP::decode_json($out);
+    };
+    $ctl_json->('plans', 'import', $seed);
+    is_deeply $ctl_json->('plans', 'show', 'trial-100')->{entitlements},
+        { rateLimitPerMinute => 60, maxKeys => 1, quota => { units => 100, period => 'month' } },
+        'plans show: the Trial states 100 units a month and 1 key';
+    my $made = $ctl_json->('account', 'create', '--name', 'planned', '--plan', 'basic-1k');
+    is_deeply [@$made{qw(planId rateLimitPerMinute maxKeys)}], ['basic-1k', 120, 5], 'account create --plan: the plan\'s values';
+    is_deeply $made->{overrides}, [], '... none of them its own';
+    my $P = $made->{id};
+    my $shown = $ctl_json->('account', 'update', $P, '--quota', '50/day', '--entitlement', 7);
+    is_deeply [@{ $shown->{quota} }{qw(units period used remaining)}], [50, 'day', 0, 50], '--quota 50/day: its own';
+    is $shown->{rateLimitPerMinute}, 7, '--entitlement 7: its own';
+    is_deeply [sort @{ $shown->{overrides} }], ['quota', 'rateLimitPerMinute'], '... listed as overrides';
+    $shown = $ctl_json->('account', 'update', $P, '--quota', 'plan', '--entitlement', 'plan');
+    is_deeply [@{ $shown->{quota} }{qw(units period)}], [1000, 'month'], '--quota plan: the plan\'s again';
+    is $shown->{rateLimitPerMinute}, 120, '--entitlement plan: the plan\'s rate';
+    $shown = $ctl_json->('account', 'set-plan', $P, 'trial-100');
+    is_deeply [@$shown{qw(planId maxKeys)}, $shown->{quota}{units}], ['trial-100', 1, 100], 'set-plan trial-100';
+    my $k = $ctl_json->('key', 'create', '--account', $P, '--name', 'one', '--scope', 'ip:read', '--rate', 600,
+                        '--quota', '1/total');
+    is_deeply [@{ $k->{quota} }{qw(units period resetsAt)}], [1, 'total', undef], 'key create --quota 1/total';
+    is $k->{rateLimitPerMinute}, 60, '... its rate capped at the plan\'s';
+    my ($rc, undef, $err) = run_ctl_captured('--db', $db, 'key', 'create', '--account', $P, '--name', 'two',
+                                             '--scope', 'ip:read', '--rate', 5);
+    is $rc, 1, 'a second key on the Trial: refused';
+    like $err, qr/KEY_LIMIT_REACHED/, '... by the plan\'s cap';
+    $shown = $ctl_json->('account', 'set-plan', $P, 'none');
+    ok !defined $shown->{planId}, 'set-plan none';
+    my @actions = map { $_->{action} } @{ $ctl_json->('audit', 'list', '--account', $P)->{events} };
+    is_deeply [grep { /^account\./ } @actions],
+        ['account.set_plan', 'account.set_plan', 'account.update', 'account.update', 'account.create'],
+        'every change is an audit event';
+}
+
 # A bulk create shows its progress on a terminal (util-linux's script gives
 # it one) and stays quiet in a script.
 SKIP: {
