@@ -2,10 +2,10 @@
 
 #include <mutex>
 
+#include "etcd_prefix_reader.h"
 #include "keyauth_schema.h"
 #include "quota_keyspace.h"
 #include "quota_period.h"
-#include "store_error.h"
 
 namespace keyauth {
 namespace {
@@ -41,28 +41,13 @@ private:
 class EtcdQuotaUsage : public QuotaUsageSource {
 public:
     EtcdQuotaUsage(etcd::ClientOptions options, std::string prefix)
-        : options_(std::move(options)), prefix_(std::move(prefix)) {}
+        : reader_(std::move(options)), prefix_(std::move(prefix)) {}
 
     uint64_t used(QuotaSubject subject, const Id &id, uint8_t period, int64_t now_ms) override {
         const uint16_t tag = quota_period_tag(period, now_ms);
         const std::string quota_prefix = etcd_quota_prefix(prefix_);
-        etcd::RangeRequest r;
-        r.key = etcd_quota_subject_prefix(prefix_, subject, id);
-        r.range_end = etcd::prefix_range_end(r.key);
-        etcd::RangeResponse answer;
-        etcd::Status st;
-        {
-            std::lock_guard<std::mutex> lock(mu_);  // one client, one call at a time
-            if (!client_) {
-                std::string error;
-                client_ = etcd::Client::make(options_, error);
-                if (!client_) unavailable("etcd client: " + error);
-            }
-            st = client_->range(r, answer);
-        }
-        if (!st.ok()) unavailable(std::string("etcd range failed (") + etcd::errc_name(st.code) + "): " + st.message);
         uint64_t sum = 0;
-        for (const etcd::KeyValue &kv : answer.kvs) {
+        for (const etcd::KeyValue &kv : reader_.read(etcd_quota_subject_prefix(prefix_, subject, id))) {
             QuotaKeyName name;
             QuotaUse use;
             if (!parse_etcd_quota_key(quota_prefix, kv.key, name) || !decode_quota_use(kv.value, use) ||
@@ -75,14 +60,8 @@ public:
     }
 
 private:
-    [[noreturn]] static void unavailable(const std::string &why) {
-        throw StoreError(StoreError::Kind::kUnavailable, "", why);
-    }
-
-    etcd::ClientOptions options_;
+    EtcdPrefixReader reader_;
     std::string prefix_;
-    std::mutex mu_;
-    std::unique_ptr<etcd::Client> client_;
 };
 
 }  // namespace

@@ -72,11 +72,7 @@ int main(int argc, char **argv) {
             return 1;
         }
 
-        QuotaExchangeOptions qo;
-        qo.etcd = so.etcd;
-        qo.prefix = opt.prefix;
-        qo.usage_db = opt.usage_db;
-        qo.interval = opt.quota_interval;
+        const QuotaExchangeOptions qo{uo.etcd, uo.prefix, uo.usage_db, opt.quota_interval};
         std::unique_ptr<QuotaExchange> quotas = QuotaExchange::make(qo, metrics, error);
         if (!quotas) {
             std::cerr << "keyauth-syncd: " << error << "\n";
