@@ -5,6 +5,7 @@
 // dir with its usage env (the edge id) and quota ledger, charged as the
 // workers charge it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <map>
@@ -282,4 +283,15 @@ TEST(QuotaExchange, NoLedgerNoEdgeIdAndEtcdDown) {
     ASSERT_TRUE(xa->exchange_once(now));
     EXPECT_EQ(quota_keys(etcd).begin()->second.used, 8u);
     EXPECT_GT(m.quota_exchanged_ms(), 0);
+
+    // a ledger made anew (removed by an operator, made again by the workers)
+    // is the one written to
+    const std::string path = fresh.usage_db + "/" KA_QUOTA_LEDGER_FILE;
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    std::string err;
+    fresh.ledger = QuotaLedger::open(path, true, err, 1024);
+    ASSERT_TRUE(fresh.ledger) << err;
+    EXPECT_EQ(fresh.used(QuotaSubject::kAccount, id_of(4), now), 0u);
+    ASSERT_TRUE(xf->exchange_once(now));
+    EXPECT_EQ(fresh.used(QuotaSubject::kAccount, id_of(4), now), 8u);
 }

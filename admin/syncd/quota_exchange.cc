@@ -1,5 +1,7 @@
 #include "quota_exchange.h"
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <vector>
 
@@ -81,10 +83,21 @@ bool QuotaExchange::failed(const std::string &error) {
 }
 
 bool QuotaExchange::round(int64_t now_ms, std::string &error) {
+    // the workers' ledger: opened once they have made it, again if it was
+    // made anew (an operator removed it)
+    const std::string path = options_.usage_db + "/" + KA_QUOTA_LEDGER_FILE;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+        ledger_.reset();
+        return true;  // the workers have not made it yet
+    }
+    if (ledger_ && (st.st_ino != ledger_file_.first || st.st_dev != ledger_file_.second)) ledger_.reset();
     if (!ledger_) {
         std::string why;
-        ledger_ = QuotaLedger::open_existing(options_.usage_db + "/" + KA_QUOTA_LEDGER_FILE, why);
-        if (!ledger_) return true;  // the workers have not made it yet
+        ledger_ = QuotaLedger::open_existing(path, why);
+        if (!ledger_) return true;  // being made: the next round
+        ledger_file_ = {st.st_ino, st.st_dev};
+        folded_.clear();
     }
     if (!have_edge_id_) {
         have_edge_id_ = read_usage_edge_id(options_.usage_db, edge_id_, error);

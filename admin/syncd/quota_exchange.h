@@ -20,6 +20,8 @@
 // unreachable etcd delays the exchange, never the mirror or usage.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -69,6 +71,7 @@ private:
     Metrics &metrics_;
     std::unique_ptr<etcd::Client> client_;
     std::unique_ptr<QuotaLedger> ledger_;
+    std::pair<ino_t, dev_t> ledger_file_{};  // the file ledger_ maps
     bool have_edge_id_ = false;
     unsigned char edge_id_[KA_USAGE_EDGE_ID_LEN] = {};
     // What this edge last set as the others' use, by subject byte ++ id:
