@@ -15,6 +15,7 @@ TEST(ConsoleMetrics, RoutesAreTemplates) {
     EXPECT_EQ(metrics_route("/v1/keys/anything/revoke"), "/v1/keys/{id}/revoke");
     EXPECT_EQ(metrics_route("/v1/keys/x/roll"), "/v1/keys/{id}/roll");
     EXPECT_EQ(metrics_route("/v1/audit"), "/v1/audit");
+    EXPECT_EQ(metrics_route("/v1/account"), "/v1/account");
     EXPECT_EQ(metrics_route("/metrics"), "/metrics");
     for (const char *p : {"", "/", "/v1/keys/", "/v1/keys//revoke", "/v1/keys/x/y", "/v1/keys/x/revoke/",
                           "/v1/keysx", "/etc/passwd", "/v1/audit/1"}) {
