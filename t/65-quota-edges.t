@@ -1,12 +1,13 @@
 # Quotas across edges (issue 28): two edges (nginx + keyauth-syncd) on one
-# etcd member share an account's 300-unit daily quota. Each syncd publishes
-# its edge's use to etcd under <prefix>/quota/ and counts the other edge's
-# into its ledger every --quota-interval (1 s); both edges are hammered at
-# once, at a paced rate, until both refuse with QUOTA_EXCEEDED. The fleet may
-# admit more than the quota, by at most what the other edge admits in one
-# exchange delay (docs/scale-out.md, "Quotas across edges"): the total is
-# printed and checked against that bound. Once the exchange has settled,
-# each edge refuses, and keyauthd (on etcd) shows the fleet's use.
+# etcd member share an account's 300-unit daily quota, then a key's own
+# 100-unit one. Each syncd publishes its edge's use to etcd under
+# <prefix>/quota/ and counts the other edge's into its ledger every
+# --quota-interval (1 s); both edges are hammered at once, at a paced rate,
+# until both refuse with QUOTA_EXCEEDED. The fleet may admit more than the
+# quota, by at most what the other edge admits in one exchange delay
+# (docs/scale-out.md, "Quotas across edges"): the total is printed and
+# checked against that bound. Once the exchange has settled, etcd holds the
+# fleet's use, each edge refuses, and keyauthd (on etcd) shows it.
 use strict;
 use warnings;
 use FindBin;
@@ -58,7 +59,7 @@ ok(wait_until(sub { ($_->syncd_metric('keyauth_syncd_quota_exchanged_timestamp_s
 # One client: paced at $CLIENT_RATE a second until its first QUOTA_EXCEEDED;
 # writes "admitted quota_exceeded other".
 sub client {
-    my ($e, $n) = @_;
+    my ($e, $n, $secret) = @_;
     my $out = $e->dir . "/hammer-$n.out";
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
@@ -68,7 +69,7 @@ sub client {
         for (my $i = 0; time < $deadline; $i++) {
             my $wait = $start + $i / $CLIENT_RATE - time;
             sleep $wait if $wait > 0;
-            my $res = eval { $e->request(GET => '/t/x', "Authorization: Bearer $key->{secret}") };
+            my $res = eval { $e->request(GET => '/t/x', "Authorization: Bearer $secret") };
             my $st = $res ? $res->{status} : 0;
             if ($st == 200) { $ok++ }
             elsif ($st == 429 && code_of($res) eq 'QUOTA_EXCEEDED') { $quota++; last }
@@ -82,42 +83,11 @@ sub client {
     return [$pid, $out];
 }
 
-my $t0 = time;
-my @kids = map { my $e = $_; map { client($edges[$e], "$e-$_") } 1 .. $CLIENTS } 0 .. 1;
-my @admitted = (0, 0);
-my @refused = (0, 0);
-my $other = 0;
-for my $i (0 .. $#kids) {
-    my ($pid, $out) = @{ $kids[$i] };
-    waitpid $pid, 0;
-    open my $fh, '<', $out or die "no result from client $pid";
-    my ($ok, $quota, $bad) = split ' ', <$fh>;
-    my $edge = $i < $CLIENTS ? 0 : 1;
-    $admitted[$edge] += $ok;
-    $refused[$edge] += $quota;
-    $other += $bad;
-}
-my $took = time - $t0;
-my $total = $admitted[0] + $admitted[1];
-is($other, 0, 'every answer was 200 or 429 QUOTA_EXCEEDED');
-is($refused[$_], $CLIENTS, "edge $_: each client ended on QUOTA_EXCEEDED") for 0 .. 1;
-
-# The bound: the quota, plus what the other edge admits in one exchange
-# delay (its use is read by its syncd within an interval, put, and read by
-# this edge's syncd within the next: 2 intervals + etcd's round trips, here
-# 0.5 s), at its offered rate; each client may send one more at the edges.
-my $delay = 2 * $INTERVAL + 0.5;
-my $bound = $QUOTA + int($EDGE_RATE * $delay) + $CLIENTS;
-diag(sprintf('quota %d, 2 edges at %d requests/s each, exchange interval %.1f s: admitted %d (%d + %d) in %.1f s, '
-             . 'overshoot %d (%.1f%%); bound %d', $QUOTA, $EDGE_RATE, $INTERVAL, $total, @admitted, $took,
-             $total - $QUOTA, 100 * ($total - $QUOTA) / $QUOTA, $bound));
-cmp_ok($total, '>=', $QUOTA, 'the fleet admitted the whole quota');
-cmp_ok($total, '<=', $bound, "the fleet admitted at most the quota + the other edge's use in one exchange delay");
-cmp_ok($admitted[$_], '<', $QUOTA, "edge $_ alone admitted less than the quota: it counted the other's") for 0 .. 1;
-
-# settled: etcd holds both edges' use, the whole fleet's, and each edge refuses
+# What etcd holds of a subject's use ("01" key, "02" account, and its id's
+# hex), summed over the edges.
 sub published {
-    my ($rc, $out) = $etcd->etcdctl('get', '--prefix', '/keyauth/1/quota/', '-w', 'json');
+    my $subject = shift;
+    my ($rc, $out) = $etcd->etcdctl('get', '--prefix', "/keyauth/1/quota/$subject/", '-w', 'json');
     return -1 if $rc != 0;
     my $sum = 0;
     for my $kv (@{ JSON::PP::decode_json($out)->{kvs} // [] }) {
@@ -126,13 +96,69 @@ sub published {
     }
     return $sum;
 }
-ok(wait_until(sub { published() == $total }, 30, 'both edges\' use in etcd'),
-   "etcd holds the fleet's use: $total") or diag 'published: ' . published();
-for my $i (0 .. 1) {
-    my $res = $edges[$i]->request(GET => '/t/x', "Authorization: Bearer $key->{secret}");
-    is($res->{status}, 429, "edge $i refuses once the exchange has settled");
-    is(code_of($res), 'QUOTA_EXCEEDED', "edge $i: QUOTA_EXCEEDED");
+
+# Hammers both edges at once with $secret until every client is refused;
+# checks the total against the bound, then that the exchange settles on the
+# fleet's use. Returns the total admitted.
+sub share {
+    my ($what, $quota, $secret, $subject) = @_;
+    my $t0 = time;
+    my @kids = map { my $e = $_; map { client($edges[$e], "$what-$e-$_", $secret) } 1 .. $CLIENTS } 0 .. 1;
+    my @admitted = (0, 0);
+    my @refused = (0, 0);
+    my $other = 0;
+    for my $i (0 .. $#kids) {
+        my ($pid, $out) = @{ $kids[$i] };
+        waitpid $pid, 0;
+        open my $fh, '<', $out or die "no result from client $pid";
+        my ($ok, $q, $bad) = split ' ', <$fh>;
+        my $edge = $i < $CLIENTS ? 0 : 1;
+        $admitted[$edge] += $ok;
+        $refused[$edge] += $q;
+        $other += $bad;
+    }
+    my $took = time - $t0;
+    my $total = $admitted[0] + $admitted[1];
+    is($other, 0, "$what: every answer was 200 or 429 QUOTA_EXCEEDED");
+    is($refused[$_], $CLIENTS, "$what: edge $_: each client ended on QUOTA_EXCEEDED") for 0 .. 1;
+
+    # The bound: the quota, plus what the other edge admits in one exchange
+    # delay (its use is read by its syncd within an interval, put, and read
+    # by this edge's syncd within the next: 2 intervals + etcd's round
+    # trips, here 0.5 s), at its offered rate; each client may send one more
+    # at the edges.
+    my $bound = $quota + int($EDGE_RATE * (2 * $INTERVAL + 0.5)) + $CLIENTS;
+    diag(sprintf('%s quota %d, 2 edges at %d requests/s each, exchange interval %.1f s: admitted %d (%d + %d) '
+                 . 'in %.1f s, overshoot %d (%.1f%%); bound %d', $what, $quota, $EDGE_RATE, $INTERVAL, $total,
+                 @admitted, $took, $total - $quota, 100 * ($total - $quota) / $quota, $bound));
+    cmp_ok($total, '>=', $quota, "$what: the fleet admitted the whole quota");
+    cmp_ok($total, '<=', $bound, "$what: the fleet admitted at most the quota + the other edge's use in one exchange delay");
+    cmp_ok($admitted[$_], '<', $quota, "$what: edge $_ alone admitted less than the quota: it counted the other's")
+        for 0 .. 1;
+
+    # settled: etcd holds both edges' use, the whole fleet's, and each edge refuses
+    ok(wait_until(sub { published($subject) == $total }, 30, "both edges' use in etcd"),
+       "$what: etcd holds the fleet's use: $total") or diag 'published: ' . published($subject);
+    for my $i (0 .. 1) {
+        my $res = $edges[$i]->request(GET => '/t/x', "Authorization: Bearer $secret");
+        is($res->{status}, 429, "$what: edge $i refuses once the exchange has settled");
+        is(code_of($res), 'QUOTA_EXCEEDED', "$what: edge $i: QUOTA_EXCEEDED");
+    }
+    return $total;
 }
+
+(my $acc_hex = $acc->{id}) =~ s/^acc_//;
+my $total = share('account', $QUOTA, $key->{secret}, "02$acc_hex");
+
+# a key's own quota: another account without one, a key with 100 a day
+my $acc2 = $ops->account(entitlement => 600000);
+my $key2 = $ops->ctl('key', 'create', '--account', $acc2->{id}, '--name', 'credits', '--scope', 'ip:read',
+                     '--rate', 600000, '--quota', '100/day');
+(my $key2_hex = $key2->{id}) =~ s/^key_//;
+my (undef, $status) = $etcd->etcdctl('endpoint', 'status', '-w', 'json');
+my ($rev) = $status =~ /"revision":(\d+)/;
+ok($_->wait_synced($rev), 'the edge has the new key') for @edges;
+my $key_total = share('key', 100, $key2->{secret}, "01$key2_hex");
 
 # keyauthd on etcd: GET /v1/account shows the fleet's use
 $ops->start_keyauthd;
@@ -146,6 +172,16 @@ ok(wait_until(sub {
     or diag explain $quota;
 is($quota->{units}, $QUOTA, 'units');
 is($quota->{remaining}, $QUOTA - $total, 'remaining: the quota less the fleet\'s use (below 0 by the overshoot)');
+
+# and the key object, its own quota's
+my $shown;
+ok(wait_until(sub {
+    my $res = KeyauthTest::http_request($ops->keyauthd_port, GET => "/v1/keys/$key2->{id}",
+                                        "Authorization: Bearer $acc2->{consoleToken}");
+    $shown = (KeyauthTest::json_body($res) // {})->{quota};
+    $shown && defined $shown->{used} && $shown->{used} == $key_total;
+}, 30, 'GET /v1/keys/{id} to show the fleet\'s use'), "GET /v1/keys/{id}: used $key_total, both edges'")
+    or diag explain $shown;
 
 for my $e (@edges) {
     is($e->syncd_metric('keyauth_syncd_quota_exchange_errors_total'), 0, 'no exchange error');
