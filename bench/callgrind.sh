@@ -33,6 +33,11 @@ read -r _ KEY < <(new_key "$W/db" "$A")
 "$CTL" --db "$W/db" --json key create --account "$A" --name cg --scope ip:read --rate 10000000 --count 999 |
     sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p' > "$W/keys-1k.txt"
 echo "$KEY" >> "$W/keys-1k.txt"
+# a key under two quotas, its own credits and its account's month, far from used up
+QA=$("$CTL" --db "$W/db" --json account create --name cgq --entitlement 10000000 --max-keys 10 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+"$CTL" --db "$W/db" account update "$QA" --quota 100000000000/month >/dev/null
+QKEY=$("$CTL" --db "$W/db" --json key create --account "$QA" --name cgq --scope ip:read --rate 10000000 \
+       --quota 100000000000/total | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
 read -r REVOKED_ID REVOKED < <(new_key "$W/db" "$A")
 "$CTL" --db "$W/db" key revoke "$REVOKED_ID" >/dev/null
 # well-formed, but made in another store
@@ -143,6 +148,8 @@ if [ -n "${shared:-}" ]; then
 else
     echo "  the same, sharing on:           not counted (redis-server is not installed)"
 fi
+quota=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;' "$QKEY")
+echo "  the same, a key under 2 quotas: $quota ($((quota - ka)) for the quota check and charge: $(awk -v a="$quota" -v b="$ka" 'BEGIN {printf "%.3f", a / b}')x; contract: at most 1.03x)"
 cold=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;' "@$W/keys-1k.txt")
 echo "  the same, 1,000 keys in turn:   $cold ($((cold - gif)) added: every key read from LMDB)"
 

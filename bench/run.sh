@@ -8,14 +8,14 @@
 # bench/callgrind.sh counts instructions. Loopback only.
 #
 # Environment: ROUNDS (5), SECONDS_PER_RUN (5), CONNECTIONS (32),
-# SCALE_KEYS ("1000000 10000000"), CALLGRIND (1; 0 skips it)
+# SCALE_KEYS ("1000000 10000000"; empty: none), CALLGRIND (1; 0 skips it)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-5}
 SECS=${SECONDS_PER_RUN:-5}
 CONNS=${CONNECTIONS:-32}
-SCALE_KEYS=${SCALE_KEYS:-1000000 10000000}
+SCALE_KEYS=${SCALE_KEYS-1000000 10000000}
 W=$(mktemp -d /tmp/keyauth-bench-XXXXXX)
 [ -n "${BENCH_KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
 CTL="$ROOT/build/keyauthctl"
@@ -28,6 +28,12 @@ echo "seeding stores ..." >&2
 DB=$W/db; A=$(account "$DB")
 KEY=$("$CTL" --db "$DB" --json key create --account "$A" --name fast --scope ip:read --rate 10000000 | secret)
 SLOW=$("$CTL" --db "$DB" --json key create --account "$A" --name slow --scope ip:read --rate 1 | secret)
+# the same check with quotas in force: the key's own (credits) and its
+# account's (a month), both far from used up
+AQ=$(account "$DB")
+"$CTL" --db "$DB" account update "$AQ" --quota 100000000000/month >/dev/null
+QKEY=$("$CTL" --db "$DB" --json key create --account "$AQ" --name quota --scope ip:read --rate 10000000 \
+       --quota 100000000000/total | secret)
 # a well-formed key (valid checksum) that is not in the store: the costly miss
 UNKNOWN=$("$CTL" --db "$W/other" --json account create --name x --entitlement 1 >/dev/null; \
           "$CTL" --db "$W/other" --json key create --account "$(account "$W/other")" --name x --scope ip:read --rate 1 | secret)
@@ -68,7 +74,7 @@ done
 } > "$W/native-map.conf"
 
 P_RET=$(port); P_KA=$(port); P_NAT=$(port); P_AR=$(port); P_VER=$(port); P_PL=$(port); P_ST=$(port)
-P_NOLIM=$(port); P_GIF=$(port); P_LUA=$(port)
+P_NOLIM=$(port); P_GIF=$(port); P_LUA=$(port); P_QU=$(port)
 mkdir -p "$W/logs" "$W/html"
 
 cat > "$W/nginx.conf" <<CONF
@@ -96,6 +102,8 @@ http {
     server { listen 127.0.0.1:$P_GIF;   # the same content handler, no auth
         location / { empty_gif; } }
     server { listen 127.0.0.1:$P_KA;    # keyauth: key + scope + rate limit
+        location / { keyauth on; keyauth_scope ip:read; empty_gif; } }
+    server { listen 127.0.0.1:$P_QU;    # keyauth with a key quota and an account quota
         location / { keyauth on; keyauth_scope ip:read; empty_gif; } }
     server { listen 127.0.0.1:$P_NAT;   # nginx-native: map + limit_req
         location / { if (\$native_key = "") { return 401; }
@@ -187,6 +195,7 @@ NAMES=()
 add "return 200 (baseline)"       "http://127.0.0.1:$P_RET/v1/ip/8.8.8.8"
 add "empty_gif, no auth"           "http://127.0.0.1:$P_GIF/v1/ip/8.8.8.8"
 add "keyauth: key+scope+limit"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
+add "keyauth + 2 quotas"           "http://127.0.0.1:$P_QU/v1/ip/8.8.8.8"  "Authorization: Bearer $QKEY"
 add "keyauth: key+scope, no limit" "http://127.0.0.1:$P_NOLIM/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "Lua peer (Kong-style)"       "http://127.0.0.1:$P_LUA/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
@@ -267,6 +276,7 @@ K="keyauth: key+scope+limit"
 contract "keyauth / same location without auth"  "$K" "empty_gif, no auth" 0.95
 contract "keyauth / nginx map + limit_req"      "$K" "nginx map + limit_req" 1.0
 contract "keyauth / Lua peer (Kong-style)"      "$K" "Lua peer (Kong-style)" 1.5
+contract "keyauth + 2 quotas / keyauth"         "keyauth + 2 quotas" "$K" 0.97
 contract "keyauth / auth_request"               "$K" "auth_request to verifier" 10
 contract "/api/plans / static file"             "/api/plans" "static file, same bytes" 0.9
 for n in $SCALE_KEYS; do

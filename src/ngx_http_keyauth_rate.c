@@ -8,6 +8,8 @@
 static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static ngx_int_t ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_keyauth_rate_headers(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx);
 static u_char *ngx_http_keyauth_uint(u_char *p, uint64_t v);
 
 
@@ -240,10 +242,54 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
 }
 
 
+/* The per-key policy alone, hand-formatted: the common case. */
+static ngx_int_t
+ngx_http_keyauth_rate_headers(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    u_char     *p;
+    ngx_str_t   value;
+
+    p = ngx_pnalloc(r->pool, 2 * (sizeof("\"per-key\";q=;w=60") + NGX_INT64_LEN
+                                  + NGX_INT32_LEN));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    value.data = p;
+    p = ngx_cpymem(p, "\"per-key\";q=", sizeof("\"per-key\";q=") - 1);
+    p = ngx_http_keyauth_uint(p, ctx->rate.limit);
+    p = ngx_cpymem(p, ";w=60", sizeof(";w=60") - 1);
+    value.len = p - value.data;
+
+    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, &value)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    value.data = p;
+    p = ngx_cpymem(p, "\"per-key\";r=", sizeof("\"per-key\";r=") - 1);
+    p = ngx_http_keyauth_uint(p, ctx->rate.remaining);
+    p = ngx_cpymem(p, ";t=", sizeof(";t=") - 1);
+    p = ngx_http_keyauth_uint(p, ctx->rate.reset_s);
+    value.len = p - value.data;
+
+    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,
+                                    &value)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_next_header_filter(r);
+}
+
+
 /* One policy of the RateLimit headers: its name, quota, window (0: none),
  * what remains and when it is all back (-1: never). */
 typedef struct {
-    const char  *name;
+    ngx_str_t    name;
     uint64_t     quota;
     int64_t      window;
     int64_t      remaining;
@@ -276,6 +322,11 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         ngx_http_keyauth_quota_settle(r, ctx);
     }
 
+    if (!ctx->quota_checked) {
+        /* the rate alone: this runs on every keyed request */
+        return ngx_http_keyauth_rate_headers(r, ctx);
+    }
+
     /* every response of a checked key, 429 included: each policy in force
      * in RateLimit-Policy, the one nearest exhaustion in RateLimit;
      * hand-formatted since this runs on every keyed request */
@@ -284,7 +335,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
     kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
 
     if (ctx->rate_checked) {
-        pol[n].name = "per-key";
+        ngx_str_set(&pol[n].name, "per-key");
         pol[n].quota = ctx->rate.limit;
         pol[n].window = 60;
         pol[n].remaining = ctx->rate.remaining;
@@ -295,7 +346,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
     } else if (kmcf->shm_zone) {
         /* refused by its quota before the rate was looked at: the rate is
          * still in force, its state unknown, so never the nearest */
-        pol[n].name = "per-key";
+        ngx_str_set(&pol[n].name, "per-key");
         pol[n].quota = ngx_min(ctx->auth.requested_rpm,
                                ctx->auth.entitlement_rpm);
         pol[n].window = 60;
@@ -314,7 +365,12 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 
         left = (int64_t) q->units - (int64_t) q->used;
 
-        pol[n].name = (i == KA_QUOTA_KEY) ? "key-quota" : "account-quota";
+        if (i == KA_QUOTA_KEY) {
+            ngx_str_set(&pol[n].name, "key-quota");
+        } else {
+            ngx_str_set(&pol[n].name, "account-quota");
+        }
+
         pol[n].quota = q->units;
         pol[n].window = q->window_s;
         pol[n].remaining = left > 0 ? left : 0;
@@ -343,7 +399,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         }
 
         *p++ = '"';
-        p = ngx_cpymem(p, pol[i].name, ngx_strlen(pol[i].name));
+        p = ngx_cpymem(p, pol[i].name.data, pol[i].name.len);
         p = ngx_cpymem(p, "\";q=", sizeof("\";q=") - 1);
         p = ngx_http_keyauth_uint(p, pol[i].quota);
 
@@ -370,7 +426,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 
     value.data = p;
     *p++ = '"';
-    p = ngx_cpymem(p, pol[nearest].name, ngx_strlen(pol[nearest].name));
+    p = ngx_cpymem(p, pol[nearest].name.data, pol[nearest].name.len);
     p = ngx_cpymem(p, "\";r=", sizeof("\";r=") - 1);
     p = ngx_http_keyauth_uint(p, (uint64_t) pol[nearest].remaining);
 

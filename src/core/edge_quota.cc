@@ -14,6 +14,7 @@ using keyauth::QuotaSubject;
 
 struct ka_quota_ledger_s {
     std::unique_ptr<QuotaLedger> ledger;
+    keyauth::PeriodClock clock;
 };
 
 namespace {
@@ -100,6 +101,12 @@ void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need
     out->verdict = KA_QUOTA_FREE;
     out->refused = KA_QUOTA_KEY;
     out->reason[0] = '\0';
+    if (key->key_quota_period == KA_QUOTA_NONE && key->account_quota_period == KA_QUOTA_NONE) {
+        out->policy[0].period = out->policy[1].period = KA_QUOTA_NONE;  // the common case
+        return;
+    }
+    keyauth::PeriodClock fallback;
+    keyauth::PeriodClock &clock = ledger ? ledger->clock : fallback;
     const uint8_t periods[2] = {key->key_quota_period, key->account_quota_period};
     const uint64_t units[2] = {key->key_quota_units, key->account_quota_units};
     for (int i = 0; i < 2; i++) {
@@ -108,10 +115,10 @@ void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need
         p.period = periods[i];
         if (p.period == KA_QUOTA_NONE) continue;
         p.units = units[i];
-        p.tag = keyauth::quota_period_tag(p.period, now_ms);
-        const int64_t end = keyauth::quota_period_end_ms(p.period, now_ms);
-        p.reset_s = end < 0 ? -1 : (end - now_ms + 999) / 1000;
-        p.window_s = keyauth::quota_period_seconds(p.period, now_ms);
+        const keyauth::PeriodClock::Period &at = clock.at(p.period, now_ms);
+        p.tag = at.tag;
+        p.reset_s = at.end_ms < 0 ? -1 : (at.end_ms - now_ms + 999) / 1000;
+        p.window_s = at.seconds;
         if (out->verdict == KA_QUOTA_UNAVAILABLE) continue;
         if (ledger == nullptr) {
             unavailable(out, "no quota ledger: quotas need keyauth_usage_db");

@@ -25,4 +25,30 @@ int64_t quota_period_seconds(uint8_t period, int64_t now_ms) noexcept;
 // "day", "month", "total" (and "none"): the JSON and CLI names.
 const char *quota_period_name(uint8_t period) noexcept;
 
+// The periods holding "now", computed once a second: a worker asks for them
+// on every call under a quota, and a month's calendar arithmetic is not free.
+class PeriodClock {
+public:
+    struct Period {
+        uint16_t tag = 0;
+        int64_t end_ms = -1;
+        int64_t seconds = 0;
+    };
+    const Period &at(uint8_t period, int64_t now_ms) noexcept {
+        const int64_t sec = now_ms / 1000;
+        if (sec != sec_) {
+            for (uint8_t p = KA_QUOTA_DAY; p <= KA_QUOTA_TOTAL; p++) {
+                periods_[p] = Period{quota_period_tag(p, now_ms), quota_period_end_ms(p, now_ms),
+                                     quota_period_seconds(p, now_ms)};
+            }
+            sec_ = sec;
+        }
+        return periods_[period <= KA_QUOTA_TOTAL ? period : 0];
+    }
+
+private:
+    int64_t sec_ = -1;
+    Period periods_[KA_QUOTA_TOTAL + 1];
+};
+
 }  // namespace keyauth
