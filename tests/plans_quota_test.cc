@@ -7,8 +7,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <fstream>
+#include <functional>
 #include <map>
+#include <utility>
 #include <sstream>
 
 #include "catalog_json.h"
@@ -392,5 +396,86 @@ TEST_P(PlansQuotaTest, GetAccountShowsThePlanTheEffectiveValuesAndTheQuotasUse) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PlansQuotaTest, kBothBackends, backend_name);
+
+namespace {
+
+// A backend whose first write attempt lets `race` run (another writer, on
+// the same etcd prefix) between its reads and its apply.
+class RacingBackend : public StoreBackend {
+public:
+    RacingBackend(std::unique_ptr<StoreBackend> inner, std::function<void()> race)
+        : inner_(std::move(inner)), race_(std::move(race)) {}
+    std::unique_ptr<RecordReader> read() override { return inner_->read(); }
+    std::unique_ptr<WriteAttempt> begin_write() override {
+        struct Attempt : WriteAttempt {
+            std::unique_ptr<WriteAttempt> inner;
+            std::function<void()> race;
+            std::optional<std::string_view> get(Table t, std::string_view k) override { return inner->get(t, k); }
+            void scan(Table t, std::string_view w, std::string_view f, const Visit &v) override {
+                inner->scan(t, w, f, v);
+            }
+            std::optional<std::string> last_key(Table t) override { return inner->last_key(t); }
+            bool apply(const Mutation &m) override {
+                if (race) race();
+                return inner->apply(m);
+            }
+        };
+        auto a = std::make_unique<Attempt>();
+        a->inner = inner_->begin_write();
+        a->race = std::exchange(race_, nullptr);
+        return a;
+    }
+    void set_write_wait_limit(std::chrono::milliseconds limit) override { inner_->set_write_wait_limit(limit); }
+    size_t max_keys_per_write() const override { return inner_->max_keys_per_write(); }
+
+private:
+    std::unique_ptr<StoreBackend> inner_;
+    std::function<void()> race_;
+};
+
+std::unique_ptr<StoreBackend> etcd_backend(const std::string &prefix) {
+    auto &cluster = shared_etcd();
+    if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
+    EtcdBackendOptions o;
+    o.endpoints = cluster.endpoints();
+    o.prefix = prefix;
+    std::string error;
+    auto b = EtcdBackend::make(o, error);
+    if (!b) throw std::runtime_error(error);
+    return b;
+}
+
+}  // namespace
+
+// The key cap read from the plan is guarded like the account record: a
+// catalog import that lowers the plan's maxKeys between a create's reads
+// and its apply makes the create compute again, and refuse.
+TEST(PlanGuard, APlanChangedUnderAKeyCreateIsReadAgain) {
+    const std::string prefix = "/plan-guard-test/" + std::to_string(::getpid());
+    Store other(etcd_backend(prefix));
+    const std::string seed = seed_text();
+    std::string two = seed, one = seed;
+    const std::string trial_cap = R"("maxKeys": 1)";
+    two.replace(two.find(trial_cap), trial_cap.size(), R"("maxKeys": 2)");
+    other.import_plans(parse_catalog(two));
+    AccountChanges on_trial;
+    on_trial.plan_id = "trial-100";
+    const Id acc = other.create_account("racer", 0, on_trial).account.id;
+    other.create_key(acc, "first", {"ip:read"}, 10);
+
+    bool raced = false;
+    Store racing(std::make_unique<RacingBackend>(etcd_backend(prefix), [&] {
+        other.import_plans(parse_catalog(one));  // the Trial back to 1 key
+        raced = true;
+    }));
+    try {
+        racing.create_key(acc, "second", {"ip:read"}, 10);
+        ADD_FAILURE() << "a second key was admitted against a cap the catalog had lowered";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.code(), "KEY_LIMIT_REACHED") << e.what();
+    }
+    EXPECT_TRUE(raced);
+    EXPECT_EQ(other.list_keys(acc, 10, std::nullopt).keys.size(), 1u);
+}
 
 }  // namespace keyauth::testing
