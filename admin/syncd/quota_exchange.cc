@@ -109,8 +109,8 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     etcd::RangeRequest r;
     r.key = within;
     r.range_end = etcd::prefix_range_end(within);
-    std::map<std::string, QuotaUse> mine;                              // what etcd holds of this edge
-    std::map<std::string, std::pair<uint16_t, uint64_t>> others;       // the other edges' sums
+    std::map<std::string, QuotaUse> mine;                         // what etcd holds of this edge
+    std::map<std::string, std::pair<uint16_t, uint64_t>> others;  // the other edges' sums
     etcd::Status s = client_->range_all(r, kPageSize, [&](const etcd::RangeResponse &page) {
         for (const etcd::KeyValue &kv : page.kvs) {
             QuotaKeyName name;
