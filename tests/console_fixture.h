@@ -23,18 +23,23 @@ inline EtcdCluster &shared_etcd() {
     return *cluster;
 }
 
-inline std::unique_ptr<StoreBackend> backend_for(Backend kind, TempDir &dir) {
-    if (kind == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir.sub("db"));
+// A backend on the shared member under `prefix` (two at one prefix: two writers of one store).
+inline std::unique_ptr<StoreBackend> etcd_backend_at(const std::string &prefix) {
     auto &cluster = shared_etcd();
     if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
-    static int tests = 0;
     EtcdBackendOptions o;
     o.endpoints = cluster.endpoints();
-    o.prefix = "/console-test/" + std::to_string(++tests);
+    o.prefix = prefix;
     std::string error;
     auto b = EtcdBackend::make(o, error);
     if (!b) throw std::runtime_error(error);
     return b;
+}
+
+inline std::unique_ptr<StoreBackend> backend_for(Backend kind, TempDir &dir) {
+    if (kind == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir.sub("db"));
+    static int tests = 0;
+    return etcd_backend_at("/console-test/" + std::to_string(++tests));
 }
 
 class ConsoleApiTest : public ::testing::TestWithParam<Backend> {

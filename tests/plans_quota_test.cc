@@ -433,18 +433,6 @@ private:
     std::function<void()> race_;
 };
 
-std::unique_ptr<StoreBackend> etcd_backend(const std::string &prefix) {
-    auto &cluster = shared_etcd();
-    if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
-    EtcdBackendOptions o;
-    o.endpoints = cluster.endpoints();
-    o.prefix = prefix;
-    std::string error;
-    auto b = EtcdBackend::make(o, error);
-    if (!b) throw std::runtime_error(error);
-    return b;
-}
-
 }  // namespace
 
 // The key cap read from the plan is guarded like the account record: a
@@ -452,7 +440,7 @@ std::unique_ptr<StoreBackend> etcd_backend(const std::string &prefix) {
 // and its apply makes the create compute again, and refuse.
 TEST(PlanGuard, APlanChangedUnderAKeyCreateIsReadAgain) {
     const std::string prefix = "/plan-guard-test/" + std::to_string(::getpid());
-    Store other(etcd_backend(prefix));
+    Store other(etcd_backend_at(prefix));
     const std::string seed = seed_text();
     std::string two = seed, one = seed;
     const std::string trial_cap = R"("maxKeys": 1)";
@@ -464,7 +452,7 @@ TEST(PlanGuard, APlanChangedUnderAKeyCreateIsReadAgain) {
     other.create_key(acc, "first", {"ip:read"}, 10);
 
     bool raced = false;
-    Store racing(std::make_unique<RacingBackend>(etcd_backend(prefix), [&] {
+    Store racing(std::make_unique<RacingBackend>(etcd_backend_at(prefix), [&] {
         other.import_plans(parse_catalog(one));  // the Trial back to 1 key
         raced = true;
     }));
