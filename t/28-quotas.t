@@ -282,4 +282,26 @@ subtest 'a plan gives its quota; the account overrides it; "plan" follows the pl
     unlike $policy->(), qr/account-quota/, 'set-plan none: no quota';
 };
 
+subtest 'GET /v1/account and the key object show what the edge counted' => sub {
+    my $t = KeyauthTest->new(workers => 2);
+    my $acc = $t->account;
+    $t->ctl('account', 'update', $acc->{id}, '--quota', '10/day');
+    my $key = $t->ctl('key', 'create', '--account', $acc->{id}, '--name', 'k', '--scope', 'ip:read',
+                      '--rate', 6000, '--quota', '4/total');
+    $t->start_console_stack(locations => <<'LOC');
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }
+LOC
+    my $api = $t->console_client($acc->{consoleToken});
+    is $t->request(GET => '/v1/ip/8.8.8.8', "Authorization: Bearer $key->{secret}")->{status}, 200, "call $_"
+        for 1 .. 3;
+    my $me = $api->(GET => '/v1/account');
+    is $me->{status}, 200, 'GET /v1/account';
+    is_deeply [@{ $me->{json}{quota} }{qw(units period used remaining)}], [10, 'day', 3, 7],
+        "the account's quota: 3 of 10 used today, as the edge counted";
+    like $me->{json}{quota}{resetsAt}, qr/T00:00:00(\.000)?Z$/, '... resets at midnight UTC';
+    my $k = $api->(GET => "/v1/keys/$key->{id}");
+    is_deeply [@{ $k->{json}{quota} }{qw(units period used remaining resetsAt)}], [4, 'total', 3, 1, undef],
+        "the key's credits: 3 of 4 used, never reset";
+};
+
 done_testing;
