@@ -160,28 +160,23 @@ my ($rev) = $status =~ /"revision":(\d+)/;
 ok($_->wait_synced($rev), 'the edge has the new key') for @edges;
 my $key_total = share('key', 100, $key2->{secret}, "01$key2_hex");
 
-# keyauthd on etcd: GET /v1/account shows the fleet's use
+# keyauthd on etcd shows the fleet's use: the quota object of GET $path
+# (signed in with $token) once its "used" is $want
 $ops->start_keyauthd;
-my $quota;
-ok(wait_until(sub {
-    my $res = KeyauthTest::http_request($ops->keyauthd_port, GET => '/v1/account',
-                                        "Authorization: Bearer $acc->{consoleToken}");
-    $quota = (KeyauthTest::json_body($res) // {})->{quota};
-    $quota && defined $quota->{used} && $quota->{used} == $total;
-}, 30, 'GET /v1/account to show the fleet\'s use'), "GET /v1/account: used $total, both edges'")
-    or diag explain $quota;
+sub shown_quota {
+    my ($path, $token, $want) = @_;
+    my $quota;
+    ok(wait_until(sub {
+        my $res = KeyauthTest::http_request($ops->keyauthd_port, GET => $path, "Authorization: Bearer $token");
+        $quota = (KeyauthTest::json_body($res) // {})->{quota};
+        $quota && defined $quota->{used} && $quota->{used} == $want;
+    }, 30, "GET $path to show the fleet's use"), "GET $path: used $want, both edges'") or diag explain $quota;
+    return $quota // {};
+}
+my $quota = shown_quota('/v1/account', $acc->{consoleToken}, $total);
 is($quota->{units}, $QUOTA, 'units');
 is($quota->{remaining}, $QUOTA - $total, 'remaining: the quota less the fleet\'s use (below 0 by the overshoot)');
-
-# and the key object, its own quota's
-my $shown;
-ok(wait_until(sub {
-    my $res = KeyauthTest::http_request($ops->keyauthd_port, GET => "/v1/keys/$key2->{id}",
-                                        "Authorization: Bearer $acc2->{consoleToken}");
-    $shown = (KeyauthTest::json_body($res) // {})->{quota};
-    $shown && defined $shown->{used} && $shown->{used} == $key_total;
-}, 30, 'GET /v1/keys/{id} to show the fleet\'s use'), "GET /v1/keys/{id}: used $key_total, both edges'")
-    or diag explain $shown;
+shown_quota("/v1/keys/$key2->{id}", $acc2->{consoleToken}, $key_total);
 
 for my $e (@edges) {
     is($e->syncd_metric('keyauth_syncd_quota_exchange_errors_total'), 0, 'no exchange error');
