@@ -45,9 +45,15 @@ int main(int argc, char **argv) {
             auto backend = keyauth::EtcdBackend::make(eo, error);
             if (!backend) throw UsageError("--etcd: " + error);
             keyauth::Store store(std::move(backend));
+            // the many-edge source of quota use (quota_usage.h): every edge's, in etcd
             keyauth::etcd::ClientOptions quota_etcd;
-            quota_etcd.endpoints = {etcd};  // the many-edge source (quota_usage.h)
-            set_quota_usage(keyauth::make_quota_usage_source("", quota_etcd));
+            if (!keyauth::etcd::parse_endpoints(etcd, quota_etcd.endpoints, error)) {
+                throw UsageError("--etcd: " + error);
+            }
+            quota_etcd.ca_file = eo.ca_file;
+            quota_etcd.cert_file = eo.cert_file;
+            quota_etcd.key_file = eo.key_file;
+            set_quota_usage(keyauth::make_quota_usage_source("", quota_etcd, eo.prefix));
             if (group == "init") return run_init_etcd(store, etcd, a);
             return run(store, a);
         }
