@@ -10,6 +10,8 @@ static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
 static ngx_int_t ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_keyauth_rate_headers(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx);
+static ngx_int_t ngx_http_keyauth_rate_send(ngx_http_request_t *r,
+    ngx_str_t *policy, ngx_str_t *now);
 static u_char *ngx_http_keyauth_uint(u_char *p, uint64_t v);
 
 
@@ -248,7 +250,7 @@ ngx_http_keyauth_rate_headers(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx)
 {
     u_char     *p;
-    ngx_str_t   value;
+    ngx_str_t   policy, now;
 
     p = ngx_pnalloc(r->pool, 2 * (sizeof("\"per-key\";q=;w=60") + NGX_INT64_LEN
                                   + NGX_INT32_LEN));
@@ -256,28 +258,33 @@ ngx_http_keyauth_rate_headers(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    value.data = p;
+    policy.data = p;
     p = ngx_cpymem(p, "\"per-key\";q=", sizeof("\"per-key\";q=") - 1);
     p = ngx_http_keyauth_uint(p, ctx->rate.limit);
     p = ngx_cpymem(p, ";w=60", sizeof(";w=60") - 1);
-    value.len = p - value.data;
+    policy.len = p - policy.data;
 
-    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, &value)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    value.data = p;
+    now.data = p;
     p = ngx_cpymem(p, "\"per-key\";r=", sizeof("\"per-key\";r=") - 1);
     p = ngx_http_keyauth_uint(p, ctx->rate.remaining);
     p = ngx_cpymem(p, ";t=", sizeof(";t=") - 1);
     p = ngx_http_keyauth_uint(p, ctx->rate.reset_s);
-    value.len = p - value.data;
+    now.len = p - now.data;
 
-    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,
-                                    &value)
-        == NULL)
+    return ngx_http_keyauth_rate_send(r, &policy, &now);
+}
+
+
+/* Both headers, then the next filter. */
+static ngx_int_t
+ngx_http_keyauth_rate_send(ngx_http_request_t *r, ngx_str_t *policy,
+    ngx_str_t *now)
+{
+    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, policy)
+        == NULL
+        || ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,
+                                       now)
+           == NULL)
     {
         return NGX_ERROR;
     }
@@ -303,7 +310,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 {
     u_char                        *p;
     int64_t                        left;
-    ngx_str_t                      value;
+    ngx_str_t                      value, now;
     ngx_uint_t                     i, n, nearest;
     ka_quota_policy_t             *q;
     ngx_http_keyauth_ctx_t        *ctx;
@@ -418,13 +425,7 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 
     value.len = p - value.data;
 
-    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_policy_name, &value)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    value.data = p;
+    now.data = p;
     *p++ = '"';
     p = ngx_cpymem(p, pol[nearest].name.data, pol[nearest].name.len);
     p = ngx_cpymem(p, "\";r=", sizeof("\";r=") - 1);
@@ -435,16 +436,9 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         p = ngx_http_keyauth_uint(p, (uint64_t) pol[nearest].reset);
     }
 
-    value.len = p - value.data;
+    now.len = p - now.data;
 
-    if (ngx_http_keyauth_add_header(r, &ngx_http_keyauth_ratelimit_name,
-                                    &value)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_next_header_filter(r);
+    return ngx_http_keyauth_rate_send(r, &value, &now);
 }
 
 
