@@ -235,12 +235,14 @@ ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms)
 {
-    if (!ctx->quota_checked) {
+    if (ctx->cost_header) {
+        /* settled when the answer's header arrives, which is stripped
+         * whether or not a quota applies */
+        ctx->quota_pending = 1;
         return NGX_OK;
     }
 
-    if (ctx->cost_header) {
-        ctx->quota_pending = 1;
+    if (!ctx->quota_checked) {
         return NGX_OK;
     }
 
@@ -410,6 +412,10 @@ ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
 
     tp = ngx_timeofday();
     now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+
+    if (!ctx->quota_checked || ctx->quota.verdict != KA_QUOTA_ADMIT) {
+        return;
+    }
 
     /* the balance may go below zero: the next call waits for the period */
     (void) ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,

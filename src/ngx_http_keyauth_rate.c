@@ -319,14 +319,16 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
 
     ctx = ngx_http_keyauth_get_ctx(r);
 
-    if (ctx == NULL || !(ctx->rate_checked || ctx->quota_checked)
-        || r != r->main)
-    {
+    if (ctx == NULL || r != r->main) {
         return ngx_http_next_header_filter(r);
     }
 
     if (ctx->quota_pending) {
         ngx_http_keyauth_quota_settle(r, ctx);
+    }
+
+    if (!(ctx->rate_checked || ctx->quota_checked)) {
+        return ngx_http_next_header_filter(r);
     }
 
     if (!ctx->quota_checked) {

@@ -203,6 +203,10 @@ subtest 'keyauth_cost and keyauth_cost_header charge what they say' => sub {
         ok !defined h($res, 'X-Units'), '... and X-Units never reaches the client';
     }
     like $t->error_log, qr/keyauth: the upstream's answer has a malformed "X-Units"/, 'a malformed cost is logged';
+    my $unlimited = $t->key(account => $t->account(name => 'no quota')->{id});
+    my $plain = $t->request(GET => '/metered/?u=7', "Authorization: Bearer $unlimited->{secret}");
+    is $plain->{status}, 200, 'a key under no quota, metered';
+    ok !defined h($plain, 'X-Units'), '... X-Units is stripped for it too';
 
     ($st, $l) = $left->('/metered/?u=90');
     is "$st $l", '200 -7', 'admitted with 83 left, charged 90: the balance goes below zero';

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -252,4 +254,128 @@ TEST(QuotaLedger, OtherEdgesUseCountsAtThisEdge) {
     // Another period's news counts for nothing.
     syncd->set_others(QuotaSubject::kAccount, id.data(), tag - 1, 100, kDecemberFirst);
     EXPECT_EQ(QuotaLedger::used_in(ref, tag), 5u);
+}
+
+namespace {
+
+// The ledger file's slots, mapped by the test to stage what a crash or
+// another process leaves behind (offsets: SCHEMA.md, the quota ledger).
+struct RawLedger {
+    std::vector<unsigned char> bytes;
+    explicit RawLedger(const std::string &path) {
+        FILE *f = fopen(path.c_str(), "rb");
+        if (!f) return;
+        fseek(f, 0, SEEK_END);
+        bytes.resize(static_cast<size_t>(ftell(f)));
+        fseek(f, 0, SEEK_SET);
+        if (fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) bytes.clear();
+        fclose(f);
+    }
+    // The slot holding id, or -1.
+    int slot_of(const unsigned char *id, uint64_t slots) const {
+        for (uint64_t i = 0; i < slots; i++) {
+            const unsigned char *s = bytes.data() + 4096 + i * 64;
+            if (std::memcmp(s + 8, id, KA_ID_LEN) == 0) return static_cast<int>(i);
+        }
+        return -1;
+    }
+};
+
+void poke_u32(const std::string &path, size_t offset, uint32_t v) {
+    FILE *f = fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    fseek(f, static_cast<long>(offset), SEEK_SET);
+    fwrite(&v, sizeof v, 1, f);
+    fclose(f);
+}
+
+}  // namespace
+
+// Found in review: a subject whose probe met a slot being written (here: left
+// odd by a writer that died) was given a fresh slot before its own, its
+// count lost. It must find its own slot, past the odd one, and keep its count.
+TEST(QuotaLedger, ASubjectPastASlotBeingWrittenKeepsItsCount) {
+    TempDir dir;
+    std::string err;
+    const uint64_t slots = 4;
+    const uint16_t tag = quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst);
+    // Where a subject goes in an empty ledger: its home slot.
+    auto home_of = [&](QuotaSubject subject, const unsigned char *id) {
+        const std::string path = dir.sub("home");
+        std::remove(path.c_str());
+        auto l = QuotaLedger::open(path, true, err, slots);
+        QuotaRef r;
+        l->find(subject, id, kDecemberFirst, r);
+        return RawLedger(path).slot_of(id, slots);
+    };
+    const auto a = id_of(600);
+    const int home_a = home_of(QuotaSubject::kAccount, a.data());
+    ASSERT_GE(home_a, 0);
+    // b: a key whose home is a's, so that a, coming second, sits one further
+    std::array<unsigned char, KA_ID_LEN> b{};
+    for (uint64_t n = 1; n < 1000; n++) {
+        b = id_of(5000 + n);
+        if (home_of(QuotaSubject::kKey, b.data()) == home_a) break;
+    }
+    ASSERT_EQ(home_of(QuotaSubject::kKey, b.data()), home_a);
+
+    const std::string path = dir.sub("q");
+    auto l = QuotaLedger::open(path, true, err, slots);
+    ASSERT_TRUE(l) << err;
+    QuotaRef rb, ra;
+    uint64_t used;
+    ASSERT_TRUE(l->find(QuotaSubject::kKey, b.data(), kDecemberFirst, rb));
+    // b has use this month, so its slot is not free for a
+    l->charge(QuotaSubject::kKey, b.data(), rb, tag, 1, 10, true, kDecemberFirst, &used);
+    ASSERT_TRUE(l->find(QuotaSubject::kAccount, a.data(), kDecemberFirst, ra));
+    ASSERT_EQ(RawLedger(path).slot_of(a.data(), slots), (home_a + 1) % static_cast<int>(slots));
+    ASSERT_EQ(l->charge(QuotaSubject::kAccount, a.data(), ra, tag, 100, 100, true, kDecemberFirst, &used),
+              QuotaLedger::Charge::kCharged);
+    poke_u32(path, 4096 + static_cast<size_t>(home_a) * 64, 7);  // b's writer died mid-write
+
+    auto other = QuotaLedger::open(path, true, err);  // another worker
+    QuotaRef again;
+    ASSERT_TRUE(other->find(QuotaSubject::kAccount, a.data(), kDecemberFirst, again));
+    EXPECT_EQ(QuotaLedger::used_in(again, tag), 100u) << "a's count after its probe met an odd slot";
+    EXPECT_EQ(other->charge(QuotaSubject::kAccount, a.data(), again, tag, 1, 100, true, kDecemberFirst,
+                            &used),
+              QuotaLedger::Charge::kNoRoom)
+        << "the quota must not have been refilled";
+    // and the dead writer's slot serves the next subject that needs one
+    QuotaRef c;
+    EXPECT_TRUE(other->find(QuotaSubject::kKey, b.data(), kDecemberFirst, c));
+}
+
+// Found in review: a charge carrying an earlier period's tag (a metered call
+// settling after its period, a worker whose clock lags) set the word back
+// to that period, wiping the new period's count.
+TEST(QuotaLedger, AChargeOfAnEarlierPeriodNeverWipesTheLaterOne) {
+    TempDir dir;
+    std::string err;
+    auto l = QuotaLedger::open(dir.sub("q"), true, err, 64);
+    ASSERT_TRUE(l) << err;
+    const auto id = id_of(77);
+    const uint16_t nov = quota_period_tag(KA_QUOTA_MONTH, kLastMsOfNovember);
+    const uint16_t dec = quota_period_tag(KA_QUOTA_MONTH, kDecemberFirst);
+    QuotaRef ref;
+    uint64_t used;
+    uint16_t charged = 0;
+    ASSERT_TRUE(l->find(QuotaSubject::kAccount, id.data(), kDecemberFirst, ref));
+    l->charge(QuotaSubject::kAccount, id.data(), ref, dec, 90, 100, true, kDecemberFirst, &used);
+    // a lagging clock still sees November's tag: December's 90 count for it
+    EXPECT_EQ(QuotaLedger::used_in(ref, nov), 90u);
+    EXPECT_EQ(l->charge(QuotaSubject::kAccount, id.data(), ref, nov, 11, 100, true, kLastMsOfNovember, &used),
+              QuotaLedger::Charge::kNoRoom);
+    EXPECT_EQ(l->charge(QuotaSubject::kAccount, id.data(), ref, nov, 7, 100, false, kLastMsOfNovember, &used,
+                        &charged),
+              QuotaLedger::Charge::kCharged);
+    EXPECT_EQ(charged, dec) << "charged in the later period it found";
+    EXPECT_EQ(l->used(QuotaSubject::kAccount, id.data(), dec), 97u);
+    // and a process whose clock lags never takes the slot as over
+    auto behind = QuotaLedger::open(dir.sub("q"), true, err);
+    for (uint64_t n = 0; n < 80; n++) {
+        QuotaRef r;
+        behind->find(QuotaSubject::kKey, id_of(9000 + n).data(), kLastMsOfNovember, r);
+    }
+    EXPECT_EQ(l->used(QuotaSubject::kAccount, id.data(), dec), 97u);
 }

@@ -146,17 +146,32 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                            KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id,
                            rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
         }
-        // The plan, if the account follows it in anything. A plan missing
-        // from the catalog (or unreadable) entitles nothing: the account's
-        // own values apply, as writers keep them.
+        // The plan, if the account follows it in anything. A plan gone from
+        // the catalog entitles nothing: the account's own values apply, as
+        // writers keep them. One that cannot be read fails closed: its
+        // quota may be all that limits the account.
         PlanRecordView plan_view;
         const PlanRecordView *plan = nullptr;
         constexpr uint8_t kAllOverridden = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
-        std::string_view plan_raw;
-        if (!view.plan_id.empty() && view.overrides != kAllOverridden &&
-            snap.get(store.plans(), view.plan_id.data(), view.plan_id.size(), plan_raw) == 0 &&
-            decode_plan_record(plan_raw.data(), plan_raw.size(), plan_view) == DecodeStatus::kOk) {
-            plan = &plan_view;
+        if (!view.plan_id.empty() && view.overrides != kAllOverridden) {
+            std::string_view plan_raw;
+            rc = snap.get(store.plans(), view.plan_id.data(), view.plan_id.size(), plan_raw);
+            if (rc != 0 && rc != MDB_NOTFOUND) {
+                return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s",
+                               KA_DB_PLANS, mdb_strerror(rc));
+            }
+            if (rc == 0) {
+                const DecodeStatus pst = decode_plan_record(plan_raw.data(), plan_raw.size(), plan_view);
+                if (pst != DecodeStatus::kOk) {
+                    ids();
+                    return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR,
+                                   "plan \"%.*s\" of account %.*s has %s %u; refusing to authenticate",
+                                   static_cast<int>(view.plan_id.size()), view.plan_id.data(),
+                                   KA_ID_TEXT_LEN, account_id, decode_problem(pst),
+                                   static_cast<unsigned>(plan_view.version));
+                }
+                plan = &plan_view;
+            }
         }
         const Entitlements e = effective_entitlements(view, plan);
         account = &edge->accounts.put(key.account_id, snap.generation(),

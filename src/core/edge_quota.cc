@@ -157,7 +157,8 @@ int ka_quota_charge(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, ka_q
         QuotaRef ref = ref_of(p);
         uint64_t used = 0;
         QuotaLedger::Charge c = ledger->ledger->charge(subject_of(i), id_of(key, i), ref, p.tag,
-                                                       cost, p.units, fit != 0, now_ms, &used);
+                                                       cost, p.units, fit != 0, now_ms, &used,
+                                                       &p.tag);
         keep_ref(p, ref);
         p.used = used;
         if (c == QuotaLedger::Charge::kCharged) {

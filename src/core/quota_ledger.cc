@@ -43,14 +43,33 @@ constexpr uint16_t kMovingTag = 0xffff;
 uint16_t tag_of(uint64_t w) { return static_cast<uint16_t>(w >> 48); }
 uint64_t word_of(uint16_t tag, uint64_t used) { return uint64_t{tag} << 48 | (used & kUsedMask); }
 
+uint8_t kind_of(uint16_t tag) { return static_cast<uint8_t>(tag >> 14); }
+
+// True if period tag a comes after b, both of one kind (day or month
+// numbers, modulo 2^14: the nearer way round).
+bool later(uint16_t a, uint16_t b) {
+    if (kind_of(a) != kind_of(b) || a == b) return false;
+    return ((a - b) & 0x3fff) < 0x2000;
+}
+
+// What a word counts for period `tag`: its units if it holds that period,
+// or a later one of the same kind (a worker whose clock lags must not see
+// the new period's use as nothing); 0 if it holds an earlier period or
+// another kind (a quota whose period changed kind counts afresh).
+uint64_t counted(uint64_t w, uint16_t tag) {
+    const uint16_t t = tag_of(w);
+    return t == tag || later(t, tag) ? w & kUsedMask : 0;
+}
+
 // A word whose period is over (or was never charged): its slot may serve
-// another subject. A total quota's never is.
+// another subject. A total quota's never is, nor one whose period is later
+// than this clock's now (another process's clock runs ahead).
 bool stale(uint64_t w, int64_t now_ms) {
     const uint16_t tag = tag_of(w);
     if (w == 0) return true;
-    const uint8_t period = static_cast<uint8_t>(tag >> 14);
+    const uint8_t period = kind_of(tag);
     if (period != KA_QUOTA_DAY && period != KA_QUOTA_MONTH) return false;
-    return tag != quota_period_tag(period, now_ms);
+    return later(quota_period_tag(period, now_ms), tag);
 }
 
 std::string errno_text(const char *what, const std::string &path) {
@@ -108,37 +127,48 @@ struct QuotaLedger::Impl {
     }
 
     // Under the file lock, so no other process writes a slot's subject:
-    // finds the subject or gives it the first slot of its window that is
-    // never used or whose period is over.
+    // finds the subject anywhere in its window (up to the first slot never
+    // used), else gives it the first slot that is never used, left odd by a
+    // writer that died, or whose periods are all over.
     bool claim(QuotaSubject subject, const unsigned char *id, int64_t now_ms, QuotaRef &out) {
         const uint64_t h = home(subject, id);
-        for (uint32_t i = 0; i < kProbeLimit && i < slots; i++) {
+        const uint32_t window = kProbeLimit < slots ? kProbeLimit : static_cast<uint32_t>(slots);
+        for (uint32_t i = 0; i < window; i++) {
+            unsigned char *s = slot((h + i) % slots);
+            const uint32_t n = __atomic_load_n(seq(s), __ATOMIC_ACQUIRE);
+            if (n == 0) break;
+            if (!(n & 1) && holds(s, subject, id)) {
+                out = QuotaRef{word(s), seq(s), n};
+                return true;
+            }
+        }
+        for (uint32_t i = 0; i < window; i++) {
             unsigned char *s = slot((h + i) % slots);
             uint32_t *sq = seq(s);
             const uint32_t n = __atomic_load_n(sq, __ATOMIC_ACQUIRE);
-            if (n != 0 && holds(s, subject, id)) {
-                out = QuotaRef{word(s), sq, n};
-                return true;
-            }
-            uint64_t w = __atomic_load_n(word(s), __ATOMIC_ACQUIRE);
-            if (n != 0) {
-                // A live subject's slot, unless its period is over and no
-                // charge lands first (a charge swaps the word it expects).
+            if (n != 0 && !(n & 1)) {
+                // A live subject's slot, unless both its words hold periods
+                // that are over and no charge lands first (a charge swaps the
+                // word it expects, so it finds MOVING and looks again).
+                uint64_t w = __atomic_load_n(word(s), __ATOMIC_ACQUIRE);
                 if (!stale(w, now_ms) || !stale(__atomic_load_n(others(s), __ATOMIC_ACQUIRE), now_ms) ||
                     !__atomic_compare_exchange_n(word(s), &w, word_of(kMovingTag, 0), false,
                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                     continue;
                 }
-            } else {
+            } else if (n == 0) {
                 __atomic_fetch_add(in_use(), 1, __ATOMIC_RELAXED);
             }
-            __atomic_store_n(sq, n + 1, __ATOMIC_RELEASE);
+            // odd: its writer died holding the lock's place; it is ours now
+            const uint32_t writing = (n & 1) ? n : n + 1;
+            __atomic_store_n(sq, writing, __ATOMIC_RELEASE);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
             __atomic_store_n(s + kSubjectAt, static_cast<uint8_t>(subject), __ATOMIC_RELAXED);
             std::memcpy(s + kIdAt, id, KA_ID_LEN);
             __atomic_store_n(others(s), uint64_t{0}, __ATOMIC_RELAXED);
-            __atomic_store_n(sq, n + 2, __ATOMIC_RELEASE);
-            __atomic_store_n(word(s), uint64_t{0}, __ATOMIC_RELEASE);
-            out = QuotaRef{word(s), sq, n + 2};
+            __atomic_store_n(word(s), uint64_t{0}, __ATOMIC_RELAXED);
+            __atomic_store_n(sq, writing + 1, __ATOMIC_RELEASE);
+            out = QuotaRef{word(s), sq, writing + 1};
             return true;
         }
         return false;
@@ -262,38 +292,67 @@ namespace {
 
 // The other edges' use of period `tag`, beside a slot's own word.
 uint64_t others_in(const uint64_t *word, uint16_t tag) {
-    const uint64_t o = __atomic_load_n(word + (kOthersAt - kWordAt) / sizeof(uint64_t), __ATOMIC_ACQUIRE);
-    return tag_of(o) == tag ? o & kUsedMask : 0;
+    return counted(__atomic_load_n(word + (kOthersAt - kWordAt) / sizeof(uint64_t), __ATOMIC_ACQUIRE),
+                   tag);
 }
 
 }  // namespace
 
 uint64_t QuotaLedger::used_in(const QuotaRef &ref, uint16_t tag) noexcept {
-    const uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
-    const uint64_t own = tag_of(w) == tag ? w & kUsedMask : 0;
+    const uint64_t own = counted(__atomic_load_n(ref.word, __ATOMIC_ACQUIRE), tag);
     const uint64_t sum = own + others_in(ref.word, tag);
     return sum > kUsedMask ? kUsedMask : sum;
 }
 
+namespace {
+
+// Takes cost back from a word holding period `tag` (nothing if it holds
+// another period: the charge is no longer counted there).
+void take_back(uint64_t *word, uint16_t tag, uint64_t cost) {
+    uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    while (tag_of(w) == tag) {
+        const uint64_t used = w & kUsedMask;
+        const uint64_t after = used > cost ? used - cost : 0;
+        if (__atomic_compare_exchange_n(word, &w, word_of(tag, after), false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            return;
+        }
+    }
+}
+
+}  // namespace
+
 QuotaLedger::Charge QuotaLedger::charge(QuotaSubject subject, const unsigned char *id,
                                         QuotaRef &ref, uint16_t tag, uint64_t cost,
                                         uint64_t units, bool fit, int64_t now_ms,
-                                        uint64_t *used_after) noexcept {
+                                        uint64_t *used_after, uint16_t *charged_tag) noexcept {
     for (int moved = 0; moved < 4; moved++) {
         uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
         while (__atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen && tag_of(w) != kMovingTag) {
-            const uint64_t used = tag_of(w) == tag ? w & kUsedMask : 0;
-            const uint64_t fleet = used + others_in(ref.word, tag);
+            // A word already in a later period (another worker's clock is
+            // ahead, or a metered call settles after its period ended) is
+            // charged in that period, never set back to ours.
+            const uint16_t t = later(tag_of(w), tag) ? tag_of(w) : tag;
+            const uint64_t used = tag_of(w) == t ? w & kUsedMask : 0;
+            const uint64_t fleet = used + others_in(ref.word, t);
             if (fit && (cost > units || fleet > units - cost)) {
                 *used_after = fleet;
                 return Charge::kNoRoom;
             }
             const uint64_t after = used + cost > kUsedMask ? kUsedMask : used + cost;
-            if (__atomic_compare_exchange_n(ref.word, &w, word_of(tag, after), false,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (!__atomic_compare_exchange_n(ref.word, &w, word_of(t, after), false,
+                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                continue;
+            }
+            if (__atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen) {
                 *used_after = fleet + cost;
+                if (charged_tag) *charged_tag = t;
                 return Charge::kCharged;
             }
+            // The slot went to another subject between the look at its
+            // sequence and the swap: the units are not ours to leave there.
+            take_back(ref.word, t, cost);
+            break;
         }
         // The slot went to another subject (its period looked over): find
         // this subject's again.
@@ -304,16 +363,8 @@ QuotaLedger::Charge QuotaLedger::charge(QuotaSubject subject, const unsigned cha
 }
 
 void QuotaLedger::refund(const QuotaRef &ref, uint16_t tag, uint64_t cost) noexcept {
-    uint64_t w = __atomic_load_n(ref.word, __ATOMIC_ACQUIRE);
-    // A slot charged this period is not stale, so it cannot have moved.
-    while (tag_of(w) == tag && __atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen) {
-        const uint64_t used = w & kUsedMask;
-        const uint64_t after = used > cost ? used - cost : 0;
-        if (__atomic_compare_exchange_n(ref.word, &w, word_of(tag, after), false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
-            return;
-        }
-    }
+    // A slot charged in this period is not stale, so it has not moved.
+    if (__atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen) take_back(ref.word, tag, cost);
 }
 
 bool QuotaLedger::entry(uint64_t i, Entry &out) const noexcept {
@@ -334,13 +385,17 @@ bool QuotaLedger::entry(uint64_t i, Entry &out) const noexcept {
 
 bool QuotaLedger::set_others(QuotaSubject subject, const unsigned char *id, uint16_t tag,
                              uint64_t used, int64_t now_ms) noexcept {
+    // Under the file lock (keyauth-syncd's, off the request path): the slot
+    // cannot go to another subject between finding it and the store.
+    if (!impl_->writable || flock(impl_->fd, LOCK_EX) != 0) return false;
     QuotaRef ref;
-    if (!find(subject, id, now_ms, ref)) return false;
-    uint64_t *o = ref.word + (kOthersAt - kWordAt) / sizeof(uint64_t);
-    __atomic_store_n(o, word_of(tag, used > kUsedMask ? kUsedMask : used), __ATOMIC_RELEASE);
-    // the slot may have gone to another subject meanwhile: then this is
-    // theirs to overwrite, and the next round sets it again
-    return __atomic_load_n(ref.seq, __ATOMIC_ACQUIRE) == ref.seen;
+    const bool ok = impl_->claim(subject, id, now_ms, ref);
+    if (ok) {
+        uint64_t *o = ref.word + (kOthersAt - kWordAt) / sizeof(uint64_t);
+        __atomic_store_n(o, word_of(tag, used > kUsedMask ? kUsedMask : used), __ATOMIC_RELEASE);
+    }
+    flock(impl_->fd, LOCK_UN);
+    return ok;
 }
 
 bool QuotaLedger::sync(std::string &err) noexcept {

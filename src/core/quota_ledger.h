@@ -64,15 +64,19 @@ public:
     bool find(QuotaSubject subject, const unsigned char *id, int64_t now_ms,
               QuotaRef &out) noexcept;
 
-    // What the slot's subject has used in period `tag`: on this edge, plus
-    // what keyauth-syncd last heard the other edges used (many edges).
+    // What the slot's subject has used in period `tag` (or a later period
+    // of its kind already charged by a process whose clock is ahead): on
+    // this edge, plus what keyauth-syncd last heard the other edges used.
     static uint64_t used_in(const QuotaRef &ref, uint16_t tag) noexcept;
     // Adds cost to period `tag`: only if used + cost <= units (fit), or
     // unconditionally (saturating at 2^48 - 1). *used_after is the period's
     // use after it (or as found, when it did not fit).
+    // A word already holding a later period of the same kind (a worker whose
+    // clock lags, a metered call settling after its period) is charged in
+    // that period, never set back: *charged_tag (optional) says which.
     Charge charge(QuotaSubject subject, const unsigned char *id, QuotaRef &ref, uint16_t tag,
                   uint64_t cost, uint64_t units, bool fit, int64_t now_ms,
-                  uint64_t *used_after) noexcept;
+                  uint64_t *used_after, uint16_t *charged_tag = nullptr) noexcept;
     // Takes back a charge of period `tag` (nothing if its period ended).
     static void refund(const QuotaRef &ref, uint16_t tag, uint64_t cost) noexcept;
 
