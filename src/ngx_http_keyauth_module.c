@@ -288,10 +288,14 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        /* quota (no charge), rate, then the charge: sets ctx->outcome */
+        /* quota (no charge), rate, then the charge; a refusal is counted
+         * where it is sent, since finalizing may free the request and ctx */
         rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
 
-        ngx_http_keyauth_count(kmcf, ctx->outcome);
+        if (rc == NGX_OK) {
+            ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_OK);
+        }
+
         return rc;
 
     case KA_AUTH_KEY_REQUIRED:

@@ -224,6 +224,8 @@ ngx_http_keyauth_quota_check(ngx_http_request_t *r,
                               "unavailable");
         rc = ngx_http_keyauth_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                          &code, &message);
+        /* counted before the request (and ctx with it) may be freed */
+        ngx_http_keyauth_count(kmcf, ctx->outcome);
         ngx_http_finalize_request(r, rc);
         return NGX_DONE;
     }
@@ -339,6 +341,8 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
 
     rc = ngx_http_keyauth_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, &code,
                                      &message);
+    /* counted before the request (and ctx with it) may be freed */
+    ngx_http_keyauth_count(kmcf, ctx->outcome);
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;

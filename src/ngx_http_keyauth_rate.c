@@ -238,6 +238,8 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
 
     rc = ngx_http_keyauth_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, &code,
                                      &message);
+    /* counted before the request (and ctx with it) may be freed */
+    ngx_http_keyauth_count(kmcf, ctx->outcome);
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
