@@ -182,14 +182,18 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
                   &ctx->rate);
     ctx->rate_checked = 1;
 
-    /* then the charge, of an admitted call only */
-    rc = ctx->rate.allowed ? ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms)
-                           : NGX_OK;
+    /* then the charge, of an admitted call only; refused when another
+     * worker took the last units (sent: the request may be gone) */
+    if (ctx->rate.allowed) {
+        rc = ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
 
     /* usage is counted where the decision is made; collected elsewhere */
-    if (ctx->outcome != NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED
-        && ka_usage_count(zone->usage, &ctx->auth, ctx->rate.allowed, now_ms,
-                          now_ns, &lock))
+    if (ka_usage_count(zone->usage, &ctx->auth, ctx->rate.allowed, now_ms,
+                       now_ns, &lock))
     {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "keyauth_zone \"%V\" has no room for the usage of "
@@ -206,7 +210,7 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     }
 
     if (ctx->rate.allowed) {
-        return rc;
+        return NGX_OK;
     }
 
     ctx->outcome = NGX_HTTP_KEYAUTH_RATE_LIMITED;
