@@ -266,10 +266,13 @@ TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 TEST_SUITES := check-layering unit unit-asan fuzz-short e2e e2e-asan
 
-# Builds in parallel, then runs the suites one after the other.
+# Builds in parallel, then runs the suites one after the other, saying how
+# long each took.
 test: deps
 	$(MAKE) -j2 $(TEST_BUILDS)
-	$(MAKE) $(TEST_SUITES)
+	@for s in $(TEST_SUITES); do start=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$s || exit 1; \
+	  echo "make test: $$s passed in $$(( $$(date +%s) - start )) s"; done
 
 # The suites of make test on a busy machine: STRESS_LOAD (3) CPU-bound loops
 # run beside them, for STRESS_ROUNDS (1) rounds; every suite runs in every
