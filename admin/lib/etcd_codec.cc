@@ -1,6 +1,7 @@
 #include "etcd_codec.h"
 
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
 
 #include <exception>
 #include <limits>
@@ -11,71 +12,34 @@ using nlohmann::json;
 
 // ---- primitives ---------------------------------------------------------
 
-namespace {
-
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// -1 for a byte outside the alphabet ('=' included: padding is handled apart).
-int sextet(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
-}  // namespace
-
-// Hand-written rather than OpenSSL's EVP_DecodeBlock: that one skips
-// whitespace, and reports padding bytes as data, so it could not refuse what
-// etcd never sends nor give the exact length back.
+// OpenSSL's base64 (libcrypto is linked for SHA-256 anyway). Its decoder
+// trims whitespace and counts padding as data, so a decoded text is taken
+// only if it encodes back to exactly what came in: etcd sends the canonical
+// form, and anything else is refused rather than guessed at.
 std::string base64_encode(std::string_view bytes) {
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    size_t i = 0;
-    for (; i + 3 <= bytes.size(); i += 3) {
-        uint32_t n = static_cast<unsigned char>(bytes[i]) << 16 |
-                     static_cast<unsigned char>(bytes[i + 1]) << 8 |
-                     static_cast<unsigned char>(bytes[i + 2]);
-        out += kAlphabet[n >> 18];
-        out += kAlphabet[(n >> 12) & 63];
-        out += kAlphabet[(n >> 6) & 63];
-        out += kAlphabet[n & 63];
-    }
-    size_t rest = bytes.size() - i;
-    if (rest > 0) {
-        uint32_t n = static_cast<unsigned char>(bytes[i]) << 16;
-        if (rest == 2) n |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-        out += kAlphabet[n >> 18];
-        out += kAlphabet[(n >> 12) & 63];
-        out += rest == 2 ? kAlphabet[(n >> 6) & 63] : '=';
-        out += '=';
-    }
+    std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');  // + EVP's NUL
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(out.data()),
+                                  reinterpret_cast<const unsigned char *>(bytes.data()),
+                                  static_cast<int>(bytes.size()));
+    out.resize(static_cast<size_t>(n));
     return out;
 }
 
 bool base64_decode(std::string_view text, std::string &out) {
     out.clear();
-    if (text.size() % 4 != 0) return false;
-    out.reserve(text.size() / 4 * 3);
-    for (size_t i = 0; i < text.size(); i += 4) {
-        bool last = i + 4 == text.size();
-        int pad = 0;
-        if (last && text[i + 3] == '=') pad = text[i + 2] == '=' ? 2 : 1;
-        int s[4] = {0, 0, 0, 0};
-        for (int j = 0; j < 4 - pad; ++j) {
-            s[j] = sextet(static_cast<unsigned char>(text[i + j]));
-            if (s[j] < 0) return false;  // '=' in the middle lands here too
-        }
-        uint32_t n = static_cast<uint32_t>(s[0]) << 18 | static_cast<uint32_t>(s[1]) << 12 |
-                     static_cast<uint32_t>(s[2]) << 6 | static_cast<uint32_t>(s[3]);
-        // the bits a padded group does not use must be zero (canonical form)
-        if ((pad == 1 && (n & 0xff) != 0) || (pad == 2 && (n & 0xffff) != 0)) return false;
-        out += static_cast<char>(n >> 16);
-        if (pad < 2) out += static_cast<char>((n >> 8) & 0xff);
-        if (pad < 1) out += static_cast<char>(n & 0xff);
-    }
+    if (text.size() % 4 != 0 || text.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+        return false;
+    if (text.empty()) return true;
+    std::string bytes(text.size() / 4 * 3, '\0');
+    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(bytes.data()),
+                                  reinterpret_cast<const unsigned char *>(text.data()),
+                                  static_cast<int>(text.size()));
+    if (n < 0) return false;
+    const size_t pad = text.back() != '=' ? 0 : text[text.size() - 2] == '=' ? 2 : 1;
+    if (static_cast<size_t>(n) < pad) return false;
+    bytes.resize(static_cast<size_t>(n) - pad);
+    if (base64_encode(bytes) != text) return false;
+    out = std::move(bytes);
     return true;
 }
 
