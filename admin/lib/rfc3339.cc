@@ -6,24 +6,6 @@
 namespace keyauth {
 namespace {
 
-// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
-// well-known civil-date arithmetic).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-bool leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-unsigned days_in_month(int64_t y, unsigned m) {
-    static const unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && leap(y) ? 29 : kDays[m - 1];
-}
-
 // Reads exactly n digits at text[pos].
 bool digits(std::string_view text, size_t &pos, size_t n, int64_t &out) {
     if (pos + n > text.size()) return false;
@@ -66,11 +48,7 @@ std::optional<int64_t> parse_time(std::string_view text) noexcept {
         !expect(text, pos, ':') || !digits(text, pos, 2, second)) {
         return std::nullopt;
     }
-    if (year < 1970 || month < 1 || month > 12 || day < 1 ||
-        day > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 || minute > 59 ||
-        second > 59) {
-        return std::nullopt;
-    }
+    if (year < 1970 || hour > 23 || minute > 59 || second > 59) return std::nullopt;
     int64_t millis = 0;
     if (pos < text.size() && text[pos] == '.') {
         pos++;
@@ -99,8 +77,19 @@ std::optional<int64_t> parse_time(std::string_view text) noexcept {
         return std::nullopt;
     }
     if (pos != text.size()) return std::nullopt;
-    const int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-    const int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    // glibc's timegm does the calendar; it also normalises (February 30th
+    // becomes March 2nd), so a date is taken only if it comes back unchanged.
+    struct tm tm {};
+    tm.tm_year = static_cast<int>(year - 1900);
+    tm.tm_mon = static_cast<int>(month - 1);
+    tm.tm_mday = static_cast<int>(day);
+    const time_t midnight = timegm(&tm);
+    if (midnight == static_cast<time_t>(-1) || tm.tm_year != year - 1900 ||
+        tm.tm_mon != month - 1 || tm.tm_mday != day) {
+        return std::nullopt;
+    }
+    const int64_t seconds = static_cast<int64_t>(midnight) + hour * 3600 + minute * 60 + second -
+                            offset_minutes * 60;
     if (seconds < 0) return std::nullopt;
     return seconds * 1000 + millis;
 }

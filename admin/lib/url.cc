@@ -1,5 +1,9 @@
 #include "url.h"
 
+// Ours rather than curl_easy_unescape: that one passes a bad escape through
+// as text and decodes %00 into the middle of a string, where a path or a key
+// id must be refused instead.
+
 namespace keyauth {
 namespace {
 
