@@ -11,7 +11,34 @@
 #include "core/keyauth_core.h"
 
 
-typedef struct ngx_http_keyauth_shared_conf_s  ngx_http_keyauth_shared_conf_t;
+/* keyauth_shared_limits, as its directive parsed it
+ * (ngx_http_keyauth_shared_conf.c) for its exchange. */
+typedef struct {
+    ngx_str_t                 url;        /* redis://host:port, for logs:
+                                             never the password */
+    ngx_addr_t               *addr;
+    ngx_str_t                 user;
+    ngx_str_t                 password;
+    ngx_str_t                 stream;     /* the Redis key */
+    ngx_msec_t                interval;
+    ngx_msec_t                timeout;
+} ngx_http_keyauth_shared_conf_t;
+
+
+/* What keyauth_status counts; the access handler maps each of the core's
+ * verdicts to one of them (ngx_http_keyauth_outcome), and the names in
+ * ngx_http_keyauth_status.c follow this order. */
+typedef enum {
+    NGX_HTTP_KEYAUTH_OK = 0,
+    NGX_HTTP_KEYAUTH_KEY_REQUIRED,
+    NGX_HTTP_KEYAUTH_KEY_INVALID,
+    NGX_HTTP_KEYAUTH_SCOPE_MISSING,
+    NGX_HTTP_KEYAUTH_UNAVAILABLE,
+    NGX_HTTP_KEYAUTH_RATE_LIMITED,
+    NGX_HTTP_KEYAUTH_ACCOUNT_SUSPENDED,
+    NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED,
+    NGX_HTTP_KEYAUTH_OUTCOMES
+} ngx_http_keyauth_outcome_e;
 
 
 typedef struct {

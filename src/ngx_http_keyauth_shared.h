@@ -14,18 +14,6 @@
 #include "ngx_http_keyauth_module.h"
 
 
-struct ngx_http_keyauth_shared_conf_s {
-    ngx_str_t                 url;        /* redis://host:port, for logs:
-                                             never the password */
-    ngx_addr_t               *addr;
-    ngx_str_t                 user;
-    ngx_str_t                 password;
-    ngx_str_t                 stream;     /* the Redis key */
-    ngx_msec_t                interval;
-    ngx_msec_t                timeout;
-};
-
-
 char *ngx_http_keyauth_shared_limits(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 

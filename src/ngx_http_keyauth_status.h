@@ -8,21 +8,6 @@
 
 #include "ngx_http_keyauth_module.h"
 
-/* What keyauth_status counts; the access handler maps each of the core's
- * verdicts to one of them (ngx_http_keyauth_outcome), and the names in
- * ngx_http_keyauth_status.c follow this order. */
-typedef enum {
-    NGX_HTTP_KEYAUTH_OK = 0,
-    NGX_HTTP_KEYAUTH_KEY_REQUIRED,
-    NGX_HTTP_KEYAUTH_KEY_INVALID,
-    NGX_HTTP_KEYAUTH_SCOPE_MISSING,
-    NGX_HTTP_KEYAUTH_UNAVAILABLE,
-    NGX_HTTP_KEYAUTH_RATE_LIMITED,
-    NGX_HTTP_KEYAUTH_ACCOUNT_SUSPENDED,
-    NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED,
-    NGX_HTTP_KEYAUTH_OUTCOMES
-} ngx_http_keyauth_outcome_e;
-
 /* From the module's postconfiguration, once keyauth_db is set: adds the
  * counters' zone, "keyauth_stats" (another zone of that name is refused). */
 ngx_int_t ngx_http_keyauth_stats_zone(ngx_conf_t *cf,
