@@ -31,9 +31,9 @@ public:
     // Fails the test (and leaves port() 0) if no redis-server answers within
     // 30 s; a port taken between choosing it and Redis binding it is chosen
     // again.
-    explicit RedisServer(std::vector<std::string> extra = {}) {
+    explicit RedisServer(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
         for (int attempt = 0; attempt < 5; attempt++) {
-            if (start(extra)) return;
+            if (start(extra_, free_ports(1)[0])) return;
             stop();
         }
         port_ = 0;
@@ -45,9 +45,17 @@ public:
 
     int port() const { return port_; }
 
+    // Killed (SIGKILL: nothing saved), as a crash would; started again on
+    // the same port, empty, as an operator's restart would.
+    void kill_server() { stop(); }
+    bool restart() {
+        stop();
+        return start(extra_, port_);
+    }
+
 private:
-    bool start(const std::vector<std::string> &extra) {
-        port_ = free_ports(1)[0];
+    bool start(const std::vector<std::string> &extra, int port) {
+        port_ = port;
         std::vector<std::string> args{"/usr/bin/redis-server", "--port", std::to_string(port_),
                                       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                       "--dir", dir_.path()};
@@ -125,6 +133,7 @@ public:
 
 private:
     TempDir dir_;
+    std::vector<std::string> extra_;
     int port_ = 0;
     pid_t pid_ = -1;
 };

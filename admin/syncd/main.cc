@@ -5,13 +5,15 @@
 //                 [--etcd-prefix /keyauth/1] [--map-size MIB]
 //                 [--etcd-cacert F] [--etcd-cert F --etcd-key F]
 //                 [--usage-db PATH] [--usage-interval SECONDS] [--quota-interval MS]
+//                 [--quota-redis redis://[USER@]HOST[:PORT] [--quota-redis-interval MS]]
 //
-// The sync loop, the usage publisher and the quota exchange run on threads
-// of their own (a slow etcd delays usage and quotas, never the mirror); the
-// main thread serves /metrics and
-// /healthz (or only waits) until SIGTERM or SIGINT.
+// The sync loop, the usage publisher and the quota exchange (and its Redis
+// transport, with --quota-redis) run on threads of their own (a slow etcd
+// delays usage and quotas, never the mirror); the main thread serves
+// /metrics and /healthz (or only waits) until SIGTERM or SIGINT.
 #include <signal.h>
 
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -22,6 +24,7 @@
 #include "http_server.h"
 #include "mirror.h"
 #include "quota_exchange.h"
+#include "quota_redis.h"
 #include "sync_loop.h"
 #include "syncd_log.h"
 #include "syncd_metrics.h"
@@ -79,6 +82,18 @@ int main(int argc, char **argv) {
             return 1;
         }
 
+        std::unique_ptr<QuotaRedis> quota_redis;
+        if (!opt.quota_redis.empty()) {
+            QuotaRedisOptions ro;
+            ro.host = opt.quota_redis_host;
+            ro.port = opt.quota_redis_port;
+            ro.user = opt.quota_redis_user;
+            if (const char *pw = std::getenv("KEYAUTH_SYNCD_REDIS_PASSWORD")) ro.password = pw;
+            ro.interval = opt.quota_redis_interval;
+            metrics.enable_quota_redis();
+            quota_redis = std::make_unique<QuotaRedis>(std::move(ro), *quotas, metrics);
+        }
+
         std::unique_ptr<keyauth::HttpServer> server;
         sigset_t stop_signals;
         if (!opt.metrics.empty()) {
@@ -104,24 +119,30 @@ int main(int argc, char **argv) {
                               {"prefix", opt.prefix},
                               {"endpoints", opt.etcd},
                               {"metrics", opt.metrics},
+                              {"quotaRedis", opt.quota_redis},
                               {"appliedRevision", mark ? mark->revision : 0}});
         std::thread sync([&loop] { loop->run(); });
         std::thread usage([&publisher] { publisher->run(); });
         std::thread quota([&quotas] { quotas->run(); });
+        std::thread redis;  // a round must not wait behind a slow etcd one
+        if (quota_redis) redis = std::thread([&quota_redis] { quota_redis->run(); });
         struct Joiner {  // however main leaves, every thread is stopped and joined
             SyncLoop &loop;
             UsagePublisher &publisher;
             QuotaExchange &quotas;
-            std::thread &sync, &usage, &quota;
+            QuotaRedis *quota_redis;
+            std::thread &sync, &usage, &quota, &redis;
             ~Joiner() {
                 loop.stop();
                 publisher.stop();
                 quotas.stop();
+                if (quota_redis) quota_redis->stop();
                 if (sync.joinable()) sync.join();
                 if (usage.joinable()) usage.join();
                 if (quota.joinable()) quota.join();
+                if (redis.joinable()) redis.join();
             }
-        } joiner{*loop, *publisher, *quotas, sync, usage, quota};
+        } joiner{*loop, *publisher, *quotas, quota_redis.get(), sync, usage, quota, redis};
         if (server) {
             server->run();
         } else {
@@ -131,9 +152,11 @@ int main(int argc, char **argv) {
         loop->stop();
         publisher->stop();
         quotas->stop();
+        if (quota_redis) quota_redis->stop();
         sync.join();
         usage.join();
         quota.join();
+        if (redis.joinable()) redis.join();
         log_event("stopped", {{"appliedRevision", metrics.applied_revision()}});
         return 0;
     } catch (const std::exception &e) {

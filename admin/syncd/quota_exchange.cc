@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "etcd_codec.h"
+#include "quota_batch.h"
 #include "quota_keyspace.h"
 #include "quota_period.h"
 #include "syncd_log.h"
@@ -23,21 +24,6 @@ bool current(uint16_t tag, int64_t now_ms) {
     const uint8_t kind = static_cast<uint8_t>(tag >> 14);
     if (kind != KA_QUOTA_DAY && kind != KA_QUOTA_MONTH && kind != KA_QUOTA_TOTAL) return false;
     return quota_period_tag(kind, now_ms) == tag;
-}
-
-// A subject as a map key: its subject byte, then its id.
-std::string subject_key(QuotaSubject subject, const unsigned char *id) {
-    std::string k(1, static_cast<char>(subject));
-    k.append(reinterpret_cast<const char *>(id), KA_ID_LEN);
-    return k;
-}
-
-QuotaSubject subject_of(const std::string &k) { return static_cast<QuotaSubject>(static_cast<uint8_t>(k[0])); }
-
-Id id_of(const std::string &k) {
-    Id id;
-    std::memcpy(id.data(), k.data() + 1, KA_ID_LEN);
-    return id;
 }
 
 uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
@@ -83,26 +69,11 @@ bool QuotaExchange::failed(const std::string &error) {
 }
 
 bool QuotaExchange::round(int64_t now_ms, std::string &error) {
-    // the workers' ledger: opened once they have made it, again if it was
-    // made anew (an operator removed it)
-    const std::string path = options_.usage_db + "/" + KA_QUOTA_LEDGER_FILE;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
-        ledger_.reset();
-        return true;  // the workers have not made it yet
-    }
-    if (ledger_ && (st.st_ino != ledger_file_.first || st.st_dev != ledger_file_.second)) ledger_.reset();
-    if (!ledger_) {
-        std::string why;
-        ledger_ = QuotaLedger::open_existing(path, why);
-        if (!ledger_) return true;  // being made: the next round
-        ledger_file_ = {st.st_ino, st.st_dev};
-        folded_.clear();
-    }
-    if (!have_edge_id_) {
-        have_edge_id_ = read_usage_edge_id(options_.usage_db, edge_id_, error);
-        if (!error.empty()) return false;
-    }
+    LedgerView view;
+    if (!attach(view, error)) return false;
+    if (!view.ledger) return true;  // the workers have not made it yet
+    const bool have_edge_id = view.have_edge_id;
+    const unsigned char *edge_id = view.edge_id;
 
     // 1. every edge's use
     const std::string within = etcd_quota_prefix(options_.prefix);
@@ -117,7 +88,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
             QuotaUse use;
             if (!parse_etcd_quota_key(within, kv.key, name) || !decode_quota_use(kv.value, use)) continue;
             const std::string k = subject_key(name.subject, name.id.data());
-            if (have_edge_id_ && std::memcmp(name.edge_id, edge_id_, KA_USAGE_EDGE_ID_LEN) == 0) {
+            if (have_edge_id && std::memcmp(name.edge_id, edge_id, KA_USAGE_EDGE_ID_LEN) == 0) {
                 mine[k] = use;
             } else if (current(use.tag, now_ms) && use.used > 0) {
                 auto &sum = others[k];
@@ -137,27 +108,21 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
         return false;
     }
 
-    // 2. the others' use, at this edge
-    bool room = true;
-    for (const auto &[k, use] : others) {
-        room &= ledger_->set_others(subject_of(k), id_of(k).data(), use.first, use.second, now_ms);
-    }
-    for (const auto &[k, use] : folded_) {
-        if (others.count(k) == 0) {  // the others' use went (a refund, a key deleted): back to 0
-            ledger_->set_others(subject_of(k), id_of(k).data(), use.first, 0, now_ms);
+    // 2. the others' use, at this edge (with what Redis told, if it is on)
+    {
+        std::lock_guard<std::mutex> lock(others_mu_);
+        etcd_others_ = std::move(others);
+        if (!apply_others(now_ms)) {
+            error = "the quota ledger has no room for another subject";
+            return false;
         }
     }
-    folded_ = std::move(others);
-    if (!room) {
-        error = "the quota ledger has no room for another subject";
-        return false;
-    }
-    if (!have_edge_id_) return true;
+    if (!have_edge_id) return true;
 
     // 3. this edge's own use, where etcd does not hold it yet
     std::vector<std::pair<std::string, QuotaUse>> puts;
     std::map<std::string, bool> live;  // subjects whose key is put or current
-    ledger_->for_each([&](const QuotaLedger::Entry &e) {
+    view.ledger->for_each([&](const QuotaLedger::Entry &e) {
         if (!current(e.tag, now_ms)) return;
         const std::string k = subject_key(e.subject, e.id);
         const QuotaUse use{e.tag, e.used};
@@ -171,7 +136,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
         for (size_t j = i; j < end; j++) {
             const std::string &k = puts[j].first;
             txn.success.emplace_back(etcd::PutRequest{
-                etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id_), encode_quota_use(puts[j].second)});
+                etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id), encode_quota_use(puts[j].second)});
         }
         etcd::TxnResponse answer;
         s = client_->txn(txn, answer);
@@ -187,7 +152,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     for (const auto &[k, use] : mine) {
         if (prune.success.size() == kOpsPerTxn) break;  // the rest next round
         if (current(use.tag, now_ms) || live.count(k) != 0) continue;
-        const std::string key = etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id_);
+        const std::string key = etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id);
         prune.success.emplace_back(etcd::DeleteRangeRequest{key, ""});
     }
     if (!prune.success.empty()) {
@@ -199,6 +164,77 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
         }
     }
     return true;
+}
+
+// The workers' ledger: opened once they have made it, again if it was made
+// anew (an operator removed it); and the edge id, once nginx has made the
+// usage env. No ledger yet is no error (view.ledger stays null).
+bool QuotaExchange::attach(LedgerView &view, std::string &error) {
+    std::lock_guard<std::mutex> lock(others_mu_);
+    const std::string path = options_.usage_db + "/" + KA_QUOTA_LEDGER_FILE;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+        ledger_.reset();
+        return true;
+    }
+    if (ledger_ && (st.st_ino != ledger_file_.first || st.st_dev != ledger_file_.second)) ledger_.reset();
+    if (!ledger_) {
+        std::string why;
+        ledger_ = QuotaLedger::open_existing(path, why);
+        if (!ledger_) return true;  // being made: the next round
+        ledger_file_ = {st.st_ino, st.st_dev};
+        folded_.clear();
+    }
+    if (!have_edge_id_) {
+        have_edge_id_ = read_usage_edge_id(options_.usage_db, edge_id_, error);
+        if (!error.empty()) return false;
+    }
+    view.ledger = ledger_;
+    view.have_edge_id = have_edge_id_;
+    std::memcpy(view.edge_id, edge_id_, KA_USAGE_EDGE_ID_LEN);
+    return true;
+}
+
+bool QuotaExchange::set_redis_others(Sums sums, int64_t now_ms) {
+    std::lock_guard<std::mutex> lock(others_mu_);
+    redis_others_ = std::move(sums);
+    return apply_others(now_ms);
+}
+
+// Under others_mu_: sets, for each subject, the greater of what etcd and
+// Redis say the other edges used in its current period (each a lower bound
+// of their use, so the greater never over-counts), and 0 where neither says
+// anything any more. False when the ledger had no room for a subject.
+bool QuotaExchange::apply_others(int64_t now_ms) {
+    if (!ledger_) return true;
+    Sums others;
+    for (const Sums *from : {&etcd_others_, &redis_others_}) {
+        for (const auto &[k, use] : *from) {
+            if (!current(use.first, now_ms) || use.second == 0) continue;
+            auto [it, made] = others.emplace(k, use);
+            auto &have = it->second;
+            if (made || use.first < have.first) continue;
+            // two current periods (a quota whose period kind changed): the greater tag's is counted
+            have.second = use.first > have.first ? use.second : std::max(have.second, use.second);
+            have.first = use.first;
+        }
+    }
+    std::vector<std::string> no_room;
+    for (const auto &[k, use] : others) {
+        auto was = folded_.find(k);
+        if (was != folded_.end() && was->second == use) continue;  // as set already
+        if (!ledger_->set_others(subject_of(k), id_of(k).data(), use.first, use.second, now_ms)) {
+            no_room.push_back(k);
+        }
+    }
+    for (const auto &[k, use] : folded_) {
+        if (others.count(k) == 0) {  // the others' use went (a refund, a key deleted): back to 0
+            ledger_->set_others(subject_of(k), id_of(k).data(), use.first, 0, now_ms);
+        }
+    }
+    for (const std::string &k : no_room) others.erase(k);  // tried again next time
+    folded_ = std::move(others);
+    return no_room.empty();
 }
 
 void QuotaExchange::run() {

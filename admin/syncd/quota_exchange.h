@@ -18,6 +18,11 @@
 //
 // It runs on a thread of its own with its own etcd client: a slow or
 // unreachable etcd delays the exchange, never the mirror or usage.
+//
+// With --quota-redis, a QuotaRedis (quota_redis.h) on another thread hears
+// the other edges' use sooner, through a Redis stream, and hands its sums
+// to set_redis_others(): this class alone sets the others' use in the
+// ledger, per subject the greater of etcd's and Redis's sums.
 #pragma once
 
 #include <sys/types.h>
@@ -31,6 +36,7 @@
 #include <string>
 
 #include "etcd_client.h"
+#include "ids.h"
 #include "keyauth_schema.h"
 #include "quota_ledger.h"
 #include "syncd_metrics.h"
@@ -57,6 +63,22 @@ public:
     // env at its first collection) it counts every edge's use as others'
     // and publishes nothing.
     bool exchange_once(int64_t now_ms);
+
+    // The ledger (null while the workers have not made it) and this edge's
+    // id (have_edge_id false while nginx has not made its usage env), for
+    // the Redis transport; false with error if the usage env is unreadable.
+    struct LedgerView {
+        std::shared_ptr<QuotaLedger> ledger;
+        bool have_edge_id = false;
+        unsigned char edge_id[KA_USAGE_EDGE_ID_LEN] = {};
+    };
+    bool attach(LedgerView &view, std::string &error);
+    // By subject byte ++ id: a period tag and units.
+    using Sums = std::map<std::string, std::pair<uint16_t, uint64_t>>;
+    // What the other edges used, as heard through Redis: counted from now
+    // on as max(etcd's sum, this) per subject. False when the ledger had no
+    // room for a subject.
+    bool set_redis_others(Sums sums, int64_t now_ms);
     // Rounds every interval, the first at once, until stop() (which cancels
     // a call under way).
     void run();
@@ -66,17 +88,21 @@ private:
     QuotaExchange(QuotaExchangeOptions options, Metrics &metrics, std::unique_ptr<etcd::Client> client);
     bool round(int64_t now_ms, std::string &error);
     bool failed(const std::string &error);
+    bool apply_others(int64_t now_ms);
 
     QuotaExchangeOptions options_;
     Metrics &metrics_;
     std::unique_ptr<etcd::Client> client_;
-    std::unique_ptr<QuotaLedger> ledger_;
+    // Under others_mu_ (the etcd round's thread and the Redis one's):
+    std::mutex others_mu_;
+    std::shared_ptr<QuotaLedger> ledger_;
     std::pair<ino_t, dev_t> ledger_file_{};  // the file ledger_ maps
     bool have_edge_id_ = false;
     unsigned char edge_id_[KA_USAGE_EDGE_ID_LEN] = {};
-    // What this edge last set as the others' use, by subject byte ++ id:
-    // the period tag and the units (non-zero).
-    std::map<std::string, std::pair<uint16_t, uint64_t>> folded_;
+    Sums etcd_others_, redis_others_;  // the other edges' sums, as each last said
+    // What this edge last set as the others' use: the period tag and the
+    // units (non-zero).
+    Sums folded_;
     bool failing_ = false;
     std::mutex mu_;
     std::condition_variable wake_;

@@ -43,6 +43,14 @@ public:
     void add_quota_published(uint64_t n) { quota_published_.fetch_add(n, std::memory_order_relaxed); }
     void add_quota_exchange_error() { quota_exchange_errors_.fetch_add(1, std::memory_order_relaxed); }
     void set_quota_exchanged(int64_t unix_ms) { quota_exchanged_ms_.store(unix_ms, std::memory_order_relaxed); }
+    // The quota exchange's Redis transport (--quota-redis, quota_redis.h).
+    void enable_quota_redis() { quota_redis_on_.store(true, std::memory_order_relaxed); }
+    void set_quota_redis_up(bool up) { quota_redis_up_.store(up, std::memory_order_relaxed); }
+    void add_quota_redis_round() { quota_redis_rounds_.fetch_add(1, std::memory_order_relaxed); }
+    void add_quota_redis_error() { quota_redis_errors_.fetch_add(1, std::memory_order_relaxed); }
+    void add_quota_redis_published(uint64_t n) { quota_redis_published_.fetch_add(n, std::memory_order_relaxed); }
+    void add_quota_redis_skipped(uint64_t n) { quota_redis_skipped_.fetch_add(n, std::memory_order_relaxed); }
+    void add_quota_redis_dropped(uint64_t n) { quota_redis_dropped_.fetch_add(n, std::memory_order_relaxed); }
 
     bool complete() const { return complete_.load(std::memory_order_acquire); }
     int64_t applied_revision() const { return applied_.load(std::memory_order_acquire); }
@@ -57,6 +65,12 @@ public:
     uint64_t usage_publish_errors() const { return usage_publish_errors_.load(std::memory_order_relaxed); }
     uint64_t quota_published() const { return quota_published_.load(std::memory_order_relaxed); }
     uint64_t quota_exchange_errors() const { return quota_exchange_errors_.load(std::memory_order_relaxed); }
+    bool quota_redis_up() const { return quota_redis_up_.load(std::memory_order_relaxed); }
+    uint64_t quota_redis_rounds() const { return quota_redis_rounds_.load(std::memory_order_relaxed); }
+    uint64_t quota_redis_errors() const { return quota_redis_errors_.load(std::memory_order_relaxed); }
+    uint64_t quota_redis_published() const { return quota_redis_published_.load(std::memory_order_relaxed); }
+    uint64_t quota_redis_skipped() const { return quota_redis_skipped_.load(std::memory_order_relaxed); }
+    uint64_t quota_redis_dropped() const { return quota_redis_dropped_.load(std::memory_order_relaxed); }
     // Unix ms of the last complete quota exchange round (0: none yet).
     int64_t quota_exchanged_ms() const { return quota_exchanged_ms_.load(std::memory_order_relaxed); }
 
@@ -84,6 +98,13 @@ private:
     std::atomic<uint64_t> quota_published_{0};
     std::atomic<uint64_t> quota_exchange_errors_{0};
     std::atomic<int64_t> quota_exchanged_ms_{0};
+    std::atomic<bool> quota_redis_on_{false};
+    std::atomic<bool> quota_redis_up_{false};
+    std::atomic<uint64_t> quota_redis_rounds_{0};
+    std::atomic<uint64_t> quota_redis_errors_{0};
+    std::atomic<uint64_t> quota_redis_published_{0};
+    std::atomic<uint64_t> quota_redis_skipped_{0};
+    std::atomic<uint64_t> quota_redis_dropped_{0};
 };
 
 }  // namespace keyauth::syncd

@@ -10,6 +10,7 @@
 
 #include "etcd_client.h"
 #include "etcd_keyspace.h"
+#include "quota_redis.h"
 
 namespace keyauth::syncd {
 namespace {
@@ -18,7 +19,8 @@ const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--m
                      [--allow-remote] [--etcd-prefix /keyauth/1] [--map-size MIB]
                      [--etcd-cacert FILE] [--etcd-cert FILE --etcd-key FILE]
                      [--usage-db PATH] [--usage-interval SECONDS] [--quota-interval MS]
-                     [--max-lag SECONDS]
+                     [--quota-redis redis://[USER@]HOST[:PORT]]
+                     [--quota-redis-interval MS] [--max-lag SECONDS]
 
 Mirrors the keyauth records under an etcd prefix into this edge host's LMDB
 store, which the nginx module reads: the only writer of that store. Rebuilds
@@ -49,6 +51,12 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
   --quota-interval MS  exchange quota use with the other edges every MS
                     milliseconds, 100 to 30000 (default 1000); the fleet's
                     overshoot of a quota grows with it (docs/scale-out.md)
+  --quota-redis URL also exchange quota use through this Redis (the one
+                    nginx's keyauth_shared_limits uses), sooner than etcd:
+                    redis://[USER@]HOST[:PORT]; the password, if any, from
+                    the environment variable KEYAUTH_SYNCD_REDIS_PASSWORD
+  --quota-redis-interval MS  do so every MS milliseconds, 50 to 5000
+                    (default 200); the overshoot grows with it
   --max-lag S       GET /healthz answers 503 once the edge has not known
                     itself current (every change in etcd applied) for more
                     than S seconds, 1 to 3600 (default 10), and while a
@@ -75,7 +83,7 @@ size_t bounded(const std::string &option, const std::string &text, size_t lo, si
 
 Options parse_options(int argc, char **argv) {
     Options o;
-    std::string etcd, map_mib, prefix, usage_interval, quota_interval, max_lag;
+    std::string etcd, map_mib, prefix, usage_interval, quota_interval, quota_redis_interval, max_lag;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -99,6 +107,8 @@ Options parse_options(int argc, char **argv) {
                             : a == "--usage-db"     ? &o.usage_db
                             : a == "--usage-interval" ? &usage_interval
                             : a == "--quota-interval" ? &quota_interval
+                            : a == "--quota-redis"  ? &o.quota_redis
+                            : a == "--quota-redis-interval" ? &quota_redis_interval
                             : a == "--max-lag"      ? &max_lag
                                                     : nullptr;
         if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
@@ -135,6 +145,18 @@ Options parse_options(int argc, char **argv) {
     if (!quota_interval.empty()) {
         o.quota_interval = std::chrono::milliseconds(
             bounded("--quota-interval", quota_interval, 100, 30000, "milliseconds"));
+    }
+    if (!o.quota_redis.empty()) {
+        QuotaRedisOptions r;
+        if (!parse_quota_redis_url(o.quota_redis, r, error)) usage_error("--quota-redis: " + error);
+        o.quota_redis_host = r.host;
+        o.quota_redis_port = r.port;
+        o.quota_redis_user = r.user;
+    }
+    if (!quota_redis_interval.empty()) {
+        if (o.quota_redis.empty()) usage_error("--quota-redis-interval needs --quota-redis");
+        o.quota_redis_interval = std::chrono::milliseconds(
+            bounded("--quota-redis-interval", quota_redis_interval, 50, 5000, "milliseconds"));
     }
     if (!max_lag.empty()) o.max_lag = std::chrono::seconds(bounded("--max-lag", max_lag, 1, 3600, "seconds"));
     if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;

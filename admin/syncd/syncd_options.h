@@ -22,6 +22,10 @@ struct Options {
     std::string usage_db;  // default: db + ".usage"
     std::chrono::milliseconds usage_interval{15000};
     std::chrono::milliseconds quota_interval{1000};  // the quota exchange's (quota_exchange.h)
+    std::string quota_redis;  // as given; empty: the exchange goes through etcd only
+    std::string quota_redis_host, quota_redis_user;
+    int quota_redis_port = 6379;
+    std::chrono::milliseconds quota_redis_interval{200};  // quota_redis.h
     std::chrono::milliseconds max_lag{10000};  // /healthz answers 503 past it
 };
 

@@ -10,80 +10,11 @@
 #include <utility>
 
 #include "gcra.h"
+#include "redis_reply_budget.h"
 #include "spent_batch.h"
 
 namespace keyauth {
 namespace {
-
-// hiredis's own reply objects within a budget (the reader's privdata): an
-// array longer than kMaxElements is refused before anything is allocated for
-// it (hiredis 0.14 has no limit of its own: "*2000000000" asks for 16 GB),
-// and so is any object past kMaxObjects in one exchange (small objects cost
-// hiredis about 30 times their bytes). A refusal reads as hiredis's "out of
-// memory"; the budget says what it was.
-struct ReplyBudget {
-    size_t objects_left;
-    const char *refused;
-};
-
-using CreateString = void *(*)(const redisReadTask *, char *, size_t);
-using CreateArray = void *(*)(const redisReadTask *, int);
-using CreateInteger = void *(*)(const redisReadTask *, long long);
-using CreateNil = void *(*)(const redisReadTask *);
-
-struct HiredisObjects {
-    CreateString string;
-    CreateArray array;
-    CreateInteger integer;
-    CreateNil nil;
-};
-
-HiredisObjects &hiredis_objects() {
-    static HiredisObjects o{};
-    return o;
-}
-
-bool spend(const redisReadTask *task) {
-    auto *b = static_cast<ReplyBudget *>(task->privdata);
-    if (b->objects_left == 0) {
-        b->refused = "more objects than an exchange's answer holds";
-        return false;
-    }
-    b->objects_left--;
-    return true;
-}
-
-redisReplyObjectFunctions *capped_functions() {
-    static redisReplyObjectFunctions fns;
-    static bool made = false;
-    if (!made) {
-        redisReader *probe = redisReaderCreate();
-        if (probe == nullptr) return nullptr;
-        fns = *probe->fn;
-        redisReaderFree(probe);
-        hiredis_objects() = HiredisObjects{fns.createString, fns.createArray, fns.createInteger,
-                                           fns.createNil};
-        fns.createString = [](const redisReadTask *t, char *s, size_t n) -> void * {
-            return spend(t) ? hiredis_objects().string(t, s, n) : nullptr;
-        };
-        fns.createArray = [](const redisReadTask *t, int elements) -> void * {
-            if (elements > SharedExchange::kMaxElements) {
-                static_cast<ReplyBudget *>(t->privdata)->refused =
-                    "an array longer than an exchange's answer holds";
-                return nullptr;
-            }
-            return spend(t) ? hiredis_objects().array(t, elements) : nullptr;
-        };
-        fns.createInteger = [](const redisReadTask *t, long long v) -> void * {
-            return spend(t) ? hiredis_objects().integer(t, v) : nullptr;
-        };
-        fns.createNil = [](const redisReadTask *t) -> void * {
-            return spend(t) ? hiredis_objects().nil(t) : nullptr;
-        };
-        made = true;
-    }
-    return &fns;
-}
 
 std::string_view text_of(const redisReply *r) {
     return std::string_view(r->str, r->len);
@@ -132,7 +63,7 @@ std::string redis_error(const char *what, const redisReply *r) {
 
 }  // namespace
 
-struct SharedExchange::Budget : ReplyBudget {};
+struct SharedExchange::Budget : RedisReplyBudget {};
 
 FoldBound fold_bound(const GcraParams &params, uint64_t since_last_ns) noexcept {
     // b*T: the time the key's burst takes at its rate (60 s when the burst
@@ -263,13 +194,14 @@ void SharedExchange::begin(RateTable &table) {
 
 SharedExchange::Feed SharedExchange::feed(const char *data, size_t len, std::string &err) {
     if (reader_ == nullptr) {
-        redisReplyObjectFunctions *fns = capped_functions();
+        redisReplyObjectFunctions *fns = capped_reply_functions();
         reader_ = fns ? redisReaderCreateWithFunctions(fns) : nullptr;
         if (reader_ == nullptr) {
             err = "out of memory for the Redis reply parser";
             return Feed::kError;
         }
         budget_->objects_left = kMaxObjects;
+        budget_->max_elements = kMaxElements;
         budget_->refused = nullptr;
         reader_->privdata = budget_.get();
     }
