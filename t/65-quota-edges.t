@@ -15,10 +15,10 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP ();
 use MIME::Base64 ();
-use POSIX ();
 use Time::HiRes qw(time sleep);
 use EtcdCluster;
 use KeyauthTest qw(wait_until);
+use QuotaHammer;
 
 my $QUOTA = 300;
 my $INTERVAL = 1.0;       # syncd's --quota-interval, seconds
@@ -30,7 +30,7 @@ my $EDGE_RATE = $CLIENTS * $CLIENT_RATE;
 my $to_midnight = 86400 - time % 86400;
 sleep $to_midnight + 1 if $to_midnight < 90;
 
-sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
+sub code_of { QuotaHammer::code_of(@_) }
 
 my $etcd = EtcdCluster->new(members => 1);
 my $ops = KeyauthTest->new(etcd => $etcd->endpoints);
@@ -56,33 +56,6 @@ my $since = time;
 ok(wait_until(sub { ($_->syncd_metric('keyauth_syncd_quota_exchanged_timestamp_seconds') // 0) > $since }, 30,
               'an exchange round'), 'syncd exchanges quota use') for @edges;
 
-# One client: paced at $CLIENT_RATE a second until its first QUOTA_EXCEEDED;
-# writes "admitted quota_exceeded other".
-sub client {
-    my ($e, $n, $secret) = @_;
-    my $out = $e->dir . "/hammer-$n.out";
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        my ($ok, $quota, $other) = (0, 0, 0);
-        my $start = time;
-        my $deadline = $start + 120;
-        for (my $i = 0; time < $deadline; $i++) {
-            my $wait = $start + $i / $CLIENT_RATE - time;
-            sleep $wait if $wait > 0;
-            my $res = eval { $e->request(GET => '/t/x', "Authorization: Bearer $secret") };
-            my $st = $res ? $res->{status} : 0;
-            if ($st == 200) { $ok++ }
-            elsif ($st == 429 && code_of($res) eq 'QUOTA_EXCEEDED') { $quota++; last }
-            else { $other++ }
-        }
-        open my $fh, '>', $out or die $!;
-        print $fh "$ok $quota $other\n";
-        close $fh;
-        POSIX::_exit(0);
-    }
-    return [$pid, $out];
-}
-
 # What etcd holds of a subject's use ("01" key, "02" account, and its id's
 # hex), summed over the edges.
 sub published {
@@ -102,23 +75,10 @@ sub published {
 # fleet's use. Returns the total admitted.
 sub share {
     my ($what, $quota, $secret, $subject) = @_;
-    my $t0 = time;
-    my @kids = map { my $e = $_; map { client($edges[$e], "$what-$e-$_", $secret) } 1 .. $CLIENTS } 0 .. 1;
-    my @admitted = (0, 0);
-    my @refused = (0, 0);
-    my $other = 0;
-    for my $i (0 .. $#kids) {
-        my ($pid, $out) = @{ $kids[$i] };
-        waitpid $pid, 0;
-        open my $fh, '<', $out or die "no result from client $pid";
-        my ($ok, $q, $bad) = split ' ', <$fh>;
-        my $edge = $i < $CLIENTS ? 0 : 1;
-        $admitted[$edge] += $ok;
-        $refused[$edge] += $q;
-        $other += $bad;
-    }
-    my $took = time - $t0;
-    my $total = $admitted[0] + $admitted[1];
+    my $r = QuotaHammer::hammer(\@edges, $secret, clients => $CLIENTS, rate => $CLIENT_RATE);
+    my ($other, $took, $total) = @$r{qw(other took total)};
+    my @admitted = @{ $r->{admitted} };
+    my @refused = @{ $r->{refused} };
     is($other, 0, "$what: every answer was 200 or 429 QUOTA_EXCEEDED");
     is($refused[$_], $CLIENTS, "$what: edge $_: each client ended on QUOTA_EXCEEDED") for 0 .. 1;
 
