@@ -2,7 +2,15 @@
 
 #include <cstring>
 
+#include "quota_period.h"
+
 namespace keyauth::syncd {
+
+bool quota_tag_current(uint16_t tag, int64_t now_ms) {
+    const uint8_t kind = static_cast<uint8_t>(tag >> 14);
+    if (kind != KA_QUOTA_DAY && kind != KA_QUOTA_MONTH && kind != KA_QUOTA_TOTAL) return false;
+    return quota_period_tag(kind, now_ms) == tag;
+}
 
 std::string subject_key(QuotaSubject subject, const unsigned char *id) {
     std::string k(1, static_cast<char>(subject));

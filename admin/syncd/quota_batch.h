@@ -39,6 +39,11 @@ inline QuotaSubject subject_of(const std::string &k) {
 }
 Id id_of(const std::string &k);
 
+// Whether `tag` names a period kind and is the period of that kind holding
+// now_ms (what both exchanges count; any other period's use is over, or not
+// begun).
+bool quota_tag_current(uint16_t tag, int64_t now_ms);
+
 // Appends one record.
 void append_quota_record(std::string &batch, const QuotaRecord &r);
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -18,13 +19,6 @@ namespace {
 // etcd refuses more operations per txn (--max-txn-ops).
 constexpr size_t kOpsPerTxn = 128;
 constexpr int64_t kPageSize = 10000;
-
-// Whether `tag` is the period now holding now_ms for its kind.
-bool current(uint16_t tag, int64_t now_ms) {
-    const uint8_t kind = static_cast<uint8_t>(tag >> 14);
-    if (kind != KA_QUOTA_DAY && kind != KA_QUOTA_MONTH && kind != KA_QUOTA_TOTAL) return false;
-    return quota_period_tag(kind, now_ms) == tag;
-}
 
 uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
@@ -90,7 +84,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
             const std::string k = subject_key(name.subject, name.id.data());
             if (have_edge_id && std::memcmp(name.edge_id, edge_id, KA_USAGE_EDGE_ID_LEN) == 0) {
                 mine[k] = use;
-            } else if (current(use.tag, now_ms) && use.used > 0) {
+            } else if (quota_tag_current(use.tag, now_ms) && use.used > 0) {
                 auto &sum = others[k];
                 if (sum.first != use.tag && sum.second != 0) {
                     // two current periods (a quota whose period kind changed): the greater tag's is counted
@@ -123,7 +117,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     std::vector<std::pair<std::string, QuotaUse>> puts;
     std::map<std::string, bool> live;  // subjects whose key is put or current
     view.ledger->for_each([&](const QuotaLedger::Entry &e) {
-        if (!current(e.tag, now_ms)) return;
+        if (!quota_tag_current(e.tag, now_ms)) return;
         const std::string k = subject_key(e.subject, e.id);
         const QuotaUse use{e.tag, e.used};
         live[k] = true;
@@ -151,7 +145,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     etcd::TxnRequest prune;
     for (const auto &[k, use] : mine) {
         if (prune.success.size() == kOpsPerTxn) break;  // the rest next round
-        if (current(use.tag, now_ms) || live.count(k) != 0) continue;
+        if (quota_tag_current(use.tag, now_ms) || live.count(k) != 0) continue;
         const std::string key = etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id);
         prune.success.emplace_back(etcd::DeleteRangeRequest{key, ""});
     }
@@ -210,7 +204,7 @@ bool QuotaExchange::apply_others(int64_t now_ms) {
     Sums others;
     for (const Sums *from : {&etcd_others_, &redis_others_}) {
         for (const auto &[k, use] : *from) {
-            if (!current(use.first, now_ms) || use.second == 0) continue;
+            if (!quota_tag_current(use.first, now_ms) || use.second == 0) continue;
             auto [it, made] = others.emplace(k, use);
             auto &have = it->second;
             if (made || use.first < have.first) continue;
@@ -238,27 +232,11 @@ bool QuotaExchange::apply_others(int64_t now_ms) {
 }
 
 void QuotaExchange::run() {
-    auto next = std::chrono::steady_clock::now();
-    for (;;) {
-        {
-            std::unique_lock<std::mutex> lock(mu_);
-            wake_.wait_until(lock, next, [this] { return stop_; });
-            if (stop_) break;
-        }
-        next = std::chrono::steady_clock::now() + options_.interval;
-        const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
-        exchange_once(now_ms);
-    }
+    loop_.run(options_.interval, [this](int64_t now_ms) { exchange_once(now_ms); });
 }
 
 void QuotaExchange::stop() {
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
-    }
-    wake_.notify_all();
+    loop_.stop();
     client_->cancel();
 }
 

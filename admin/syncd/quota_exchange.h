@@ -28,7 +28,6 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -39,6 +38,7 @@
 #include "ids.h"
 #include "keyauth_schema.h"
 #include "quota_ledger.h"
+#include "interval_loop.h"
 #include "syncd_metrics.h"
 
 namespace keyauth::syncd {
@@ -104,9 +104,7 @@ private:
     // units (non-zero).
     Sums folded_;
     bool failing_ = false;
-    std::mutex mu_;
-    std::condition_variable wake_;
-    bool stop_ = false;
+    IntervalLoop loop_;
 };
 
 }  // namespace keyauth::syncd

@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "quota_batch.h"
-#include "quota_period.h"
 #include "syncd_log.h"
 
 namespace keyauth::syncd {
@@ -21,12 +20,6 @@ constexpr int kMaxElements = 256;
 constexpr size_t kMaxReplyBytes = 4u << 20;
 constexpr size_t kMaxFields = 16;  // an entry's field-value pairs we look at
 constexpr size_t kMaxIdLen = 41;   // "<ms>-<seq>", two u64
-
-bool current(uint16_t tag, int64_t now_ms) {
-    const uint8_t kind = static_cast<uint8_t>(tag >> 14);
-    if (kind != KA_QUOTA_DAY && kind != KA_QUOTA_MONTH && kind != KA_QUOTA_TOTAL) return false;
-    return quota_period_tag(kind, now_ms) == tag;
-}
 
 std::string hex(const unsigned char *p, size_t n) {
     static const char digits[] = "0123456789abcdef";
@@ -238,7 +231,7 @@ bool QuotaRedis::publish(const QuotaExchange::LedgerView &view, int64_t now_ms, 
     std::map<std::string, std::pair<uint16_t, uint64_t>> live;
     std::string batch;
     view.ledger->for_each([&](const QuotaLedger::Entry &e) {
-        if (!current(e.tag, now_ms) || e.used == 0) return;
+        if (!quota_tag_current(e.tag, now_ms) || e.used == 0) return;
         const std::string k = subject_key(e.subject, e.id);
         const std::pair<uint16_t, uint64_t> use{e.tag, std::min(e.used, kMaxQuotaUnits)};
         live[k] = use;
@@ -384,7 +377,7 @@ void QuotaRedis::prune_and_sum(int64_t now_ms) {
     for (auto s = heard_.begin(); s != heard_.end();) {
         auto &edges = s->second;
         for (auto it = edges.begin(); it != edges.end();) {
-            it = current(it->second.first, now_ms) ? std::next(it) : edges.erase(it);
+            it = quota_tag_current(it->second.first, now_ms) ? std::next(it) : edges.erase(it);
         }
         if (edges.empty()) {
             s = heard_.erase(s);
@@ -409,27 +402,9 @@ QuotaExchange::Sums QuotaRedis::sums() const {
 }
 
 void QuotaRedis::run() {
-    auto next = std::chrono::steady_clock::now();
-    for (;;) {
-        {
-            std::unique_lock<std::mutex> lock(mu_);
-            wake_.wait_until(lock, next, [this] { return stop_; });
-            if (stop_) break;
-        }
-        next = std::chrono::steady_clock::now() + options_.interval;
-        const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
-        exchange_once(now_ms);
-    }
+    loop_.run(options_.interval, [this](int64_t now_ms) { exchange_once(now_ms); });
 }
 
-void QuotaRedis::stop() {
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
-    }
-    wake_.notify_all();
-}
+void QuotaRedis::stop() { loop_.stop(); }
 
 }  // namespace keyauth::syncd

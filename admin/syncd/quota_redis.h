@@ -31,7 +31,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -40,6 +39,7 @@
 
 #include "quota_exchange.h"
 #include "redis_reply_budget.h"
+#include "interval_loop.h"
 #include "syncd_metrics.h"
 
 struct redisContext;
@@ -113,9 +113,7 @@ private:
     mutable std::mutex sums_mu_;
     QuotaExchange::Sums sums_;
     bool failing_ = false;
-    std::mutex mu_;
-    std::condition_variable wake_;
-    bool stop_ = false;
+    IntervalLoop loop_;
 };
 
 }  // namespace keyauth::syncd
