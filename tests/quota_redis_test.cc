@@ -348,3 +348,33 @@ TEST(QuotaRedis, AGarbageAnswerIsRefusedWithinItsBounds) {
     close(lfd);
     liar.join();
 }
+
+// A Redis with a password: the right one is sent with AUTH; a wrong one
+// fails the round, and the log says so without the password.
+TEST(QuotaRedis, PasswordIsSentNeverLogged) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    RedisServer redis({"--requirepass", "s3cret-pass"});
+    ASSERT_GT(redis.port(), 0);
+    TempDir dir;
+    Edge e(dir.sub("e.usage"));
+    syncd::Metrics m;
+    std::string error;
+    auto x = syncd::QuotaExchange::make(exchange_options(etcd, e.usage_db), m, error);
+    ASSERT_TRUE(x) << error;
+    auto options = redis_options(redis.port());
+    options.password = "wrong-pass";
+    syncd::QuotaRedis wrong(options, *x, m);
+    ::testing::internal::CaptureStderr();
+    EXPECT_FALSE(wrong.exchange_once(kNow));
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find("quota redis failed"), std::string::npos) << log;
+    EXPECT_EQ(log.find("wrong-pass"), std::string::npos) << log;
+    EXPECT_EQ(m.quota_redis_errors(), 1u);
+
+    options.password = "s3cret-pass";
+    syncd::QuotaRedis right(options, *x, m);
+    ASSERT_TRUE(e.charge(QuotaSubject::kKey, id_of(1), 2, kNow));
+    EXPECT_TRUE(right.exchange_once(kNow));
+    EXPECT_EQ(m.quota_redis_published(), 1u);
+}
