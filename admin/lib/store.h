@@ -232,7 +232,7 @@ public:
     std::optional<FxRecord> exchange_rate();
 
 private:
-    // Computes a write with `plan(reads, mutation)` and applies it; see store.cc.
+    // Computes a write with `plan(reads, mutation)` and applies it; see store_internal.h.
     template <class Plan>
     auto write(Plan &&plan);
 
