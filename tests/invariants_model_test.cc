@@ -213,7 +213,11 @@ private:
         switch (pick(8)) {
         case 0: return {nullptr, std::nullopt};
         case 1: return {"1970-01-01T00:00:00Z", 0};
-        case 2: return {format_time(now_ - 1 - int64_t(pick(5000))), now_ - 1};
+        case 2: {  // in the past; the model must know the very instant sent: it may
+                   // be an expired key's own expiry, which is then no change at all
+            const int64_t at = now_ - 1 - int64_t(pick(5000));
+            return {format_time(at), at};
+        }
         case 3: return {format_time(now_), now_};
         case 4: return {format_time(now_ + kMaxAhead + 1000), now_ + kMaxAhead + 1000};
         default: {
