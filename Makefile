@@ -264,15 +264,24 @@ e2e: all
 
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd $(BUILD)/unit_tests \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-TEST_SUITES := check-layering unit unit-asan fuzz-short e2e e2e-asan
+# The suites, longest first. make test runs TEST_JOBS (2) at a time: the
+# unit suites (mostly waiting on etcd and redis members) and the fuzzers share
+# the machine with the ASan end-to-end run, and the plain one follows. Each
+# suite's output is shown whole when it ends, with its time.
+TEST_SUITES := e2e-asan unit unit-asan fuzz-short check-layering e2e
+TEST_JOBS   ?= 2
 
-# Builds in parallel, then runs the suites one after the other, saying how
-# long each took.
 test: deps
 	$(MAKE) -j2 $(TEST_BUILDS)
-	@for s in $(TEST_SUITES); do start=$$(date +%s); \
-	  $(MAKE) --no-print-directory $$s || exit 1; \
-	  echo "make test: $$s passed in $$(( $$(date +%s) - start )) s"; done
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_SUITES))
+
+# timed-SUITE: SUITE, saying how long it took (never .PHONY: pattern rules
+# do not apply to those).
+timed-%:
+	@start=$$(date +%s); \
+	if $(MAKE) --no-print-directory $*; then \
+	  echo "make test: $* passed in $$(( $$(date +%s) - start )) s"; \
+	else echo "make test: $* FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi
 
 # The suites of make test on a busy machine: STRESS_LOAD (3) CPU-bound loops
 # run beside them, for STRESS_ROUNDS (1) rounds; every suite runs in every
@@ -291,7 +300,8 @@ test-stress: deps
 	failed=; \
 	for r in $$(seq $(STRESS_ROUNDS)); do \
 	  echo "test-stress: round $$r of $(STRESS_ROUNDS), $(STRESS_LOAD) busy loops beside it:$$hogs"; \
-	  $(MAKE) --no-print-directory -k $(TEST_SUITES) || failed="$$failed $$r"; \
+	  $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_SUITES)) \
+	    || failed="$$failed $$r"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-stress: FAILED in round(s)$$failed of $(STRESS_ROUNDS)"; exit 1; fi; \
 	echo "test-stress: all $(STRESS_ROUNDS) round(s) passed"

@@ -4,6 +4,9 @@
 #   src/*.c         (nginx glue)    over the core's one C header
 #   admin/lib       (the store library)  nothing of src/*.c glue, nothing of a program
 #   admin/<program> (keyauthd, keyauthctl, ...)  the library, nothing of another program
+# and a size line: a source file over MAX_LINES (600) lines must be one concern
+# that reads best whole, named with its reason in README.md's table of them
+# (a row "| `path` | why |" under "### Files over 600 lines").
 # Usage: check_layering.sh DIR (exit 1 listing each violation), or
 # check_layering.sh --self-test (builds a tree with one violation of each kind
 # and a clean one, and checks that exactly the violations are found).
@@ -61,6 +64,16 @@ check() {
             done
         done
     done
+    local max=${MAX_LINES:-600} f n
+    while IFS= read -r f; do
+        n=$(wc -l < "$f")
+        [ "$n" -le "$max" ] && continue
+        f=${f#"$root"/}
+        grep -qF "| \`$f\` |" "$root/README.md" 2>/dev/null && continue
+        say "$f has $n lines, over $max, and no row in README.md's \"Files over $max lines\""
+    done < <(find "$root" \( -name .git -o -name build -o -name node_modules -o -name vendor \) -prune \
+                  -o -type f \( -name '*.c' -o -name '*.cc' -o -name '*.h' -o -name '*.pm' -o -name '*.t' \
+                  -o -name '*.sh' -o -name '*.pl' -o -name '*.js' -o -name '*.mjs' -o -name '*.lua' \) -print | sort)
     return $bad
 }
 
@@ -75,6 +88,12 @@ self_test() {
     printf '#include "lib.h"\n#include "a.h"\n' > "$t/admin/progA/main.cc"
     printf '#include "lib.h"\n#include "b.h"\n' > "$t/admin/progB/main.cc"
     check "$t" >/dev/null || { echo "layering self-test: a clean tree was refused"; check "$t"; return 1; }
+    # the size line: a long file is refused until the README names it
+    seq 601 > "$t/admin/lib/long.cc"
+    if check "$t" >/dev/null; then echo "layering self-test: missed a file over the size line"; return 1; fi
+    echo '| `admin/lib/long.cc` | one concern |' > "$t/README.md"
+    check "$t" >/dev/null || { echo "layering self-test: a long file named in the README was refused"; return 1; }
+    rm "$t/admin/lib/long.cc" "$t/README.md"
     local kind file line
     while IFS='|' read -r kind file line; do
         cp "$t/$file" "$t/$file.orig"
