@@ -264,16 +264,21 @@ e2e: all
 
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd $(BUILD)/unit_tests \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-# The suites, longest first. make test runs TEST_JOBS (2) at a time: the
-# unit suites (mostly waiting on etcd and redis members) and the fuzzers share
-# the machine with the ASan end-to-end run, and the plain one follows. Each
-# suite's output is shown whole when it ends, with its time.
-TEST_SUITES := e2e-asan unit unit-asan fuzz-short check-layering e2e
+# The suites, in two phases. First TEST_JOBS (2) at a time, longest first:
+# the ASan end-to-end run beside the unit suites and the fuzzers (which mostly
+# wait on etcd and redis members); then the plain end-to-end run alone, so
+# that two end-to-end runs never share the machine. Each suite's output is
+# shown whole when it ends, with its time.
+TEST_PHASE1 := e2e-asan unit unit-asan fuzz-short check-layering
+TEST_PHASE2 := e2e
+TEST_SUITES := $(TEST_PHASE1) $(TEST_PHASE2)
 TEST_JOBS   ?= 2
+RUN_PHASE1   = $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_PHASE1))
+RUN_PHASE2   = $(MAKE) --no-print-directory $(addprefix timed-,$(TEST_PHASE2))
 
 test: deps
 	$(MAKE) -j2 $(TEST_BUILDS)
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_SUITES))
+	@$(RUN_PHASE1) && $(RUN_PHASE2)
 
 # timed-SUITE: SUITE, saying how long it took (never .PHONY: pattern rules
 # do not apply to those).
@@ -300,8 +305,8 @@ test-stress: deps
 	failed=; \
 	for r in $$(seq $(STRESS_ROUNDS)); do \
 	  echo "test-stress: round $$r of $(STRESS_ROUNDS), $(STRESS_LOAD) busy loops beside it:$$hogs"; \
-	  $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_SUITES)) \
-	    || failed="$$failed $$r"; \
+	  $(RUN_PHASE1) -k || failed="$$failed $$r"; \
+	  $(RUN_PHASE2) || failed="$$failed $$r"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-stress: FAILED in round(s)$$failed of $(STRESS_ROUNDS)"; exit 1; fi; \
 	echo "test-stress: all $(STRESS_ROUNDS) round(s) passed"

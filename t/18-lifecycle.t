@@ -214,7 +214,14 @@ sub run_mode {
         my $res = KeyauthTest::http_request_from($from, $port, PATCH => "/v1/keys/$id", "Authorization: Bearer $tok",
                                                  'Content-Type: application/json', @headers, \$body);
         is $res->{status}, 200, "PATCH from $from" or diag $res->{body};
-        my $events = $api->(GET => '/v1/audit?limit=20')->{json}{events} // [];
+        # the trail is read until it answers 200 (on a busy machine keyauthd
+        # may answer 503 SERVER_BUSY, or nginx time out), never taken as empty
+        my ($events, $last);
+        KeyauthTest::wait_until(sub {
+            $last = $api->(GET => '/v1/audit?limit=20');
+            $events = $last->{json}{events} if $last->{status} == 200;
+            defined $events;
+        }, 30, 'the audit trail to answer') or return "no answer ($last->{status} $last->{body})";
         my ($ev) = grep { $_->{action} eq 'key.update' && ($_->{changes}{name}{to} // '') eq $name } @$events;
         return $ev ? $ev->{address} : 'no event';
     };
