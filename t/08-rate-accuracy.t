@@ -29,19 +29,22 @@ $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<"LOC");
         }
 LOC
 
-my $seconds = 12;
-my $out = qx{$wrk -t2 -c16 -d${seconds}s -s $FindBin::Bin/wrk/count_status.lua http://127.0.0.1:${\ $t->port } -- $key->{secret} /v1/ip/1.1.1.1 2>&1};
-my ($ok, $limited, $other, $us) = $out =~ /RESULT ok=(\d+) limited=(\d+) other=(\d+) duration_us=(\d+)/
+# Spending the burst takes as long as this machine needs (longer under ASan
+# beside other suites); the rate is measured over a window after it.
+my $window = 8;
+my $out = qx{$wrk -t2 -c16 -d120s -s $FindBin::Bin/wrk/steady_rate.lua http://127.0.0.1:${\ $t->port } -- $key->{secret} /v1/ip/1.1.1.1 $window 2>&1};
+unlike $out, qr/RESULT burst_unspent/, 'the load exceeded the key\'s rate (the burst was spent)'
+    or diag $out;
+my ($ok, $other, $us) = $out =~ /RESULT admitted=(\d+) other=(\d+) window_us=(\d+)/
     or BAIL_OUT("wrk gave no result: $out");
-diag sprintf 'wrk: %d admitted, %d limited, %d other in %.2f s', $ok, $limited, $other, $us / 1e6;
+diag sprintf 'wrk: %d admitted in a %.2f s window after the burst, %d other', $ok, $us / 1e6, $other;
 
 is $other, 0, 'every response is 200 or 429';
-cmp_ok $limited, '>', 0, 'the load exceeded the key\'s rate (the burst was spent)';
-my $steady = $ok - 60_000;
+cmp_ok $us, '>=', 0.9e6 * $window, 'the window after the burst was measured whole';
 my $expected = 1000 * $us / 1e6;
-my $error = abs($steady - $expected) / $expected;
+my $error = abs($ok - $expected) / $expected;
 cmp_ok $error, '<=', 0.02,
     sprintf 'after the burst, %d admitted in %.2f s: within 2%% of 1000/s (off by %.2f%%)',
-            $steady, $us / 1e6, 100 * $error;
+            $ok, $us / 1e6, 100 * $error;
 
 done_testing;
