@@ -193,17 +193,34 @@ TEST_F(MutationTest, RecordsThatAreNotPrimaryAreRefusedWithNothingWritten) {
 TEST(MutationMapFull, AMutationLargerThanTheMapFailsWithNothingWritten) {
     TempDir dir;
     LmdbBackend backend(dir.sub("db"), size_t{1} << 20);
+    backend.map().set_limit(size_t{1} << 20);  // a map that may not grow
     Mutation small;
     small.put(Table::kPlans, "basic", "x");
     ASSERT_TRUE(apply(backend, small));
     const Dump before = dump(backend);
     Mutation big;
     for (int i = 0; i < 4000; i++) big.put(Table::kPlans, "p" + std::to_string(i), std::string(600, 'v'));
-    EXPECT_THROW(apply(backend, big), lmdb::map_full_error);
+    EXPECT_THROW(apply(backend, big), MapFullError);
     EXPECT_EQ(dump(backend), before);
     Mutation later;
     later.put(Table::kPlans, "pro", "y");
     EXPECT_TRUE(apply(backend, later));  // the store is still usable
+}
+
+// The same mutation where the map may grow: applied whole, guards and all,
+// in a map grown to hold it.
+TEST(MutationMapFull, AMutationLargerThanTheMapGrowsItAndIsApplied) {
+    TempDir dir;
+    LmdbBackend backend(dir.sub("db"), size_t{1} << 20);
+    Mutation small;
+    small.put(Table::kPlans, "basic", "x");
+    ASSERT_TRUE(apply(backend, small));
+    Mutation big;
+    big.expect(Table::kPlans, "basic", std::string_view("x"));
+    for (int i = 0; i < 4000; i++) big.put(Table::kPlans, "p" + std::to_string(i), std::string(600, 'v'));
+    EXPECT_TRUE(apply(backend, big));
+    EXPECT_EQ(dump(backend).at(table_name(Table::kPlans)).size(), 4001u);
+    EXPECT_GT(*backend.gauges().map_bytes, size_t{2} << 20);
 }
 
 namespace {

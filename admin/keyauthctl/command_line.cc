@@ -88,7 +88,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
                   client certificate and key for members that ask for one
   --json          machine-readable output
   --map-size MIB  a map of at least this size (default: as the store was last
-                  written, 4096 for a new store); not for doctor
+                  written, 4096 for a new store); a write that fills it
+                  doubles it, as far as the disk allows; not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
 (--json and --any-scope take no value); only --scope and --allowed-scope may

@@ -103,15 +103,24 @@ HttpResponse ConsoleApi::handle(const HttpRequest &req) noexcept {
         }
         case StoreError::Kind::kCorrupt: break;
         }
-    } catch (const lmdb::map_full_error &) {
-        return json_error(507, "STORE_FULL",
-                             "The key store is full; the operator must grow its map size");
+    } catch (const MapFullError &e) {
+        // the map filled and the disk (or the limit) leaves it no room to grow;
+        // the log gets the store, its map size and what to do
+        HttpResponse r = json_error(507, "STORE_FULL",
+                                    "The key store is full and its disk has no room to grow it; nothing was written");
+        r.internal_error = e.what();
+        return r;
+    } catch (const lmdb::map_full_error &e) {
+        HttpResponse r = json_error(507, "STORE_FULL", "The key store is full; nothing was written");
+        r.internal_error = e.what();
+        return r;
     } catch (const lmdb::error &e) {
         if (e.code() == MDB_MAP_RESIZED) {
-            // another writer grew the map past this daemon's
-            HttpResponse r = json_error(
-                503, "STORE_UNAVAILABLE",
-                "The key store grew beyond this daemon's map; the operator must restart keyauthd");
+            // another writer grew the map past this daemon's, which adopts
+            // it at the next transaction: this one may be retried
+            HttpResponse r = json_error(503, "STORE_UNAVAILABLE",
+                                        "The key store was resized under this request; retry");
+            r.headers.emplace_back("Retry-After", "1");
             r.internal_error = e.what();
             return r;
         }

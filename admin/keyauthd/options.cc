@@ -44,10 +44,11 @@ head, its body (408) and its answer.
                   answered 503 SERVER_BUSY and closed
   --allow-remote  allow a --listen address other than loopback (the API is
                   meant to sit behind nginx on the same host)
-  --map-size MIB  the most the store may grow to: at least this, and never
-                  less than it was last written with (default: as written,
-                  4096 for a new store; the file is sparse). When it is full,
-                  creates answer 507 STORE_FULL; restart with a larger size.
+  --map-size MIB  the map to start with: at least this, and never less than
+                  the store was last written with (default: as written, 4096
+                  for a new store; the file is sparse). A write that fills it
+                  doubles it, as far as the disk's free space allows; past
+                  that, creates answer 507 STORE_FULL.
 )";
 
 [[noreturn]] void usage_error(const std::string &msg) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "key_slots_writer.h"
@@ -97,33 +98,71 @@ protected:
     const LmdbTables tables_;
 };
 
+// Begins a transaction (`begin`) under a hold of the map. Another process
+// may have grown the map past this one's (MDB_MAP_RESIZED): adopt its size,
+// which needs every hold of this process gone, this one too, and begin again.
+template <class Begin>
+void begin_held(LmdbMap &map, LmdbMap::Hold &hold, Begin &&begin) {
+    for (;;) {
+        hold = map.hold();
+        try {
+            begin();
+            return;
+        } catch (const lmdb::error &e) {
+            hold = LmdbMap::Hold();
+            if (e.code() != MDB_MAP_RESIZED) throw;
+        }
+        map.adopt();
+    }
+}
+
 class LmdbReader final : public TxnReader<RecordReader> {
 public:
-    LmdbReader(MDB_env *env, const LmdbTables &tables)
-        : TxnReader(tables), txn_(lmdb::txn::begin(env, nullptr, MDB_RDONLY)) {}
+    LmdbReader(MDB_env *env, LmdbMap &map, const LmdbTables &tables) : TxnReader(tables) {
+        begin_held(map, hold_, [&] { txn_.emplace(lmdb::txn::begin(env, nullptr, MDB_RDONLY)); });
+    }
 
 private:
-    MDB_txn *handle() const override { return txn_.handle(); }
-    lmdb::txn txn_;
+    MDB_txn *handle() const override { return txn_->handle(); }
+    LmdbMap::Hold hold_;  // before txn_: released after it ends
+    std::optional<lmdb::txn> txn_;
 };
 
 class LmdbWrite final : public TxnReader<WriteAttempt> {
 public:
-    LmdbWrite(MDB_env *env, const LmdbTables &tables, std::chrono::milliseconds wait_limit)
-        : TxnReader(tables), txn_(env, wait_limit) {}
+    LmdbWrite(MDB_env *env, LmdbMap &map, const LmdbTables &tables, std::chrono::milliseconds wait_limit)
+        : TxnReader(tables), env_(env), map_(map), wait_limit_(wait_limit) {
+        begin();
+    }
 
+    // A mutation that fills the map is applied again, guards first, in a new
+    // transaction once the map has grown: it owns all it writes.
     bool apply(const Mutation &m) override {
-        for (const Guard &g : m.guards) {
-            if (!holds(g)) return false;
+        for (;;) {
+            try {
+                for (const Guard &g : m.guards) {
+                    if (!holds(g)) return false;
+                }
+                if (m.changes.empty()) return true;  // nothing to commit (or to fsync)
+                apply_records(txn_->handle(), tables_, m.changes);
+                txn_->commit();
+                return true;
+            } catch (const lmdb::map_full_error &) {
+                txn_.reset();  // aborted, then the hold given back: grow needs the map alone
+                hold_ = LmdbMap::Hold();
+            }
+            map_.grow(filled_);
+            begin();
         }
-        if (m.changes.empty()) return true;  // nothing to commit (or to fsync)
-        apply_records(txn_.handle(), tables_, m.changes);
-        txn_.commit();
-        return true;
     }
 
 private:
-    MDB_txn *handle() const override { return txn_.handle(); }
+    MDB_txn *handle() const override { return txn_->handle(); }
+
+    void begin() {
+        begin_held(map_, hold_, [&] { txn_.emplace(env_, wait_limit_); });
+        filled_ = map_.size();
+    }
 
     bool holds(const Guard &g) {
         switch (g.kind) {
@@ -140,12 +179,18 @@ private:
         return false;
     }
 
-    WriteTxn txn_;
+    MDB_env *env_;
+    LmdbMap &map_;
+    std::chrono::milliseconds wait_limit_;
+    size_t filled_ = 0;   // the map this transaction began with
+    LmdbMap::Hold hold_;  // before txn_: released after it ends
+    std::optional<WriteTxn> txn_;
 };
 
 }  // namespace
 
-LmdbBackend::LmdbBackend(const std::string &path, size_t map_size) : env_(lmdb::env::create()) {
+LmdbBackend::LmdbBackend(const std::string &path, size_t map_size)
+    : env_(lmdb::env::create()), map_(std::make_unique<LmdbMap>(env_.handle(), path)) {
     mkdir_p(path);
     require_private_store(path);  // before LMDB opens (or creates) a file
     require_writable_store(path);
@@ -169,51 +214,72 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size) : env_(lmdb::
     // The schema version is the environment's own, never a mutation's record.
     // A store of schema 1 (no key_slots) is upgraded here, in one transaction:
     // the edge reads either, the writers of schema 1 refuse the result.
-    WriteTxn txn(env_.handle(), wait_limit_);
-    tables_ = open_tables(txn.handle());
-    MDB_val k = val(KA_META_SCHEMA_VERSION), v;
-    uint32_t version = 0;
-    const bool versioned = lmdb::dbi_get(txn.handle(), tables_[Table::kMeta], &k, &v);
-    if (versioned) {
-        version = v.mv_size == 4 ? load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data)) : 0;
-        if (version != KA_SCHEMA_VERSION && version != KA_SCHEMA_VERSION_MIN_READ) {
-            throw StoreError(StoreError::Kind::kCorrupt, "",
-                             "schema version " + std::to_string(version) + " of " + path +
-                                 " is not supported (this build writes " +
-                                 std::to_string(KA_SCHEMA_VERSION) + ")");
+    write([&](MDB_txn *txn) {
+        tables_ = open_tables(txn);
+        MDB_val k = val(KA_META_SCHEMA_VERSION), v;
+        uint32_t version = 0;
+        const bool versioned = lmdb::dbi_get(txn, tables_[Table::kMeta], &k, &v);
+        if (versioned) {
+            version = v.mv_size == 4 ? load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data)) : 0;
+            if (version != KA_SCHEMA_VERSION && version != KA_SCHEMA_VERSION_MIN_READ) {
+                throw StoreError(StoreError::Kind::kCorrupt, "",
+                                 "schema version " + std::to_string(version) + " of " + path +
+                                     " is not supported (this build writes " +
+                                     std::to_string(KA_SCHEMA_VERSION) + ")");
+            }
         }
+        MDB_val hk = val(KA_KEY_SLOTS_HEADER_KEY), hv;
+        if (version != KA_SCHEMA_VERSION || !lmdb::dbi_get(txn, tables_.key_slots, &hk, &hv)) {
+            rebuild_key_slots(txn, tables_[Table::kKeysByHash], tables_.key_slots);
+            unsigned char buf[4];
+            store_le<uint32_t>(buf, KA_SCHEMA_VERSION);
+            MDB_val nv{sizeof buf, buf};
+            lmdb::dbi_put(txn, tables_[Table::kMeta], &k, &nv, 0);
+        }
+        return true;
+    });
+}
+
+bool LmdbBackend::write(const std::function<bool(MDB_txn *)> &body) {
+    LmdbMap::Hold hold;
+    std::optional<WriteTxn> txn;
+    for (;;) {
+        begin_held(*map_, hold, [&] { txn.emplace(env_.handle(), wait_limit_); });
+        const size_t filled = map_->size();
+        try {
+            if (!body(txn->handle())) return false;
+            txn->commit();
+            return true;
+        } catch (const lmdb::map_full_error &) {
+            txn.reset();  // aborted, then the hold given back: grow needs the map alone
+            hold = LmdbMap::Hold();
+        }
+        map_->grow(filled);
     }
-    MDB_val hk = val(KA_KEY_SLOTS_HEADER_KEY), hv;
-    if (version != KA_SCHEMA_VERSION || !lmdb::dbi_get(txn.handle(), tables_.key_slots, &hk, &hv)) {
-        rebuild_key_slots(txn.handle(), tables_[Table::kKeysByHash], tables_.key_slots);
-        unsigned char buf[4];
-        store_le<uint32_t>(buf, KA_SCHEMA_VERSION);
-        MDB_val nv{sizeof buf, buf};
-        lmdb::dbi_put(txn.handle(), tables_[Table::kMeta], &k, &nv, 0);
-    }
-    txn.commit();
 }
 
 std::unique_ptr<RecordReader> LmdbBackend::read() {
-    return std::make_unique<LmdbReader>(env_.handle(), tables_);
+    return std::make_unique<LmdbReader>(env_.handle(), *map_, tables_);
 }
 
 std::unique_ptr<WriteAttempt> LmdbBackend::begin_write() {
-    return std::make_unique<LmdbWrite>(env_.handle(), tables_, wait_limit_);
+    return std::make_unique<LmdbWrite>(env_.handle(), *map_, tables_, wait_limit_);
 }
 
 StoreGauges LmdbBackend::gauges() {
     StoreGauges g;
+    LmdbMap::Hold hold;  // env info reads the map too
+    std::optional<lmdb::txn> txn;
+    begin_held(*map_, hold, [&] { txn.emplace(lmdb::txn::begin(env_.handle(), nullptr, MDB_RDONLY)); });
     MDB_envinfo info;
     MDB_stat env_stat;
     if (mdb_env_info(env_.handle(), &info) == 0 && mdb_env_stat(env_.handle(), &env_stat) == 0) {
         g.map_bytes = info.me_mapsize;
         g.used_bytes = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
     }
-    auto txn = lmdb::txn::begin(env_.handle(), nullptr, MDB_RDONLY);
     MDB_stat st;
-    if (mdb_stat(txn.handle(), tables_[Table::kKeys], &st) == 0) g.keys = st.ms_entries;
-    if (mdb_stat(txn.handle(), tables_[Table::kAccounts], &st) == 0) g.accounts = st.ms_entries;
+    if (mdb_stat(txn->handle(), tables_[Table::kKeys], &st) == 0) g.keys = st.ms_entries;
+    if (mdb_stat(txn->handle(), tables_[Table::kAccounts], &st) == 0) g.accounts = st.ms_entries;
     return g;
 }
 

@@ -2,7 +2,9 @@
 // keyauthctl, read by every nginx worker. A write attempt is one LMDB write
 // transaction: its reads see the newest data under the writer lock, so its
 // guards hold unless a caller applies a stale mutation; apply checks them,
-// applies the records (lmdb_apply.h) and commits with fsync.
+// applies the records (lmdb_apply.h) and commits with fsync. A write that
+// fills the map grows it and runs again (lmdb_map.h); every transaction
+// holds the map, so that no thread remaps it under another's.
 #pragma once
 
 #include <lmdb++.h>
@@ -11,9 +13,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "lmdb_apply.h"
+#include "lmdb_map.h"
 #include "store_backend.h"
 
 namespace keyauth {
@@ -45,11 +50,20 @@ public:
     // One read transaction: the env's info and two databases' entry counts.
     StoreGauges gauges() override;
 
+    // One write transaction of `body`, committed if it returns true, else
+    // aborted. A body that fills the map (MDB_MAP_FULL) is run again, in a
+    // new transaction, once the map has grown: it must build all its effects
+    // in the transaction it is given. MapFullError when the map cannot grow.
+    bool write(const std::function<bool(MDB_txn *)> &body);
+
     MDB_env *env() noexcept { return env_.handle(); }
     const LmdbTables &tables() const noexcept { return tables_; }
+    // Transactions opened on env() directly hold it (map().hold()).
+    LmdbMap &map() noexcept { return *map_; }
 
 private:
     lmdb::env env_;
+    std::unique_ptr<LmdbMap> map_;
     LmdbTables tables_;
     std::chrono::milliseconds wait_limit_{0};
 };

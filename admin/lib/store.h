@@ -8,8 +8,9 @@
 // caller exactly once.
 #pragma once
 
-// The LMDB backend's errors reach callers as they are: lmdb::map_full_error
-// for a full map, lmdb::error (ENOSPC, EIO, MDB_MAP_RESIZED) for the rest.
+// The LMDB backend grows a full map itself; its errors reach callers as they
+// are: MapFullError (lmdb_map.h, via lmdb_backend.h) for a map that cannot
+// grow, lmdb::error (ENOSPC, EIO) for the rest.
 #include <lmdb++.h>
 
 #include <cstdint>

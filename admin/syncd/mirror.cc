@@ -17,7 +17,6 @@
 #include "key_slots_writer.h"
 #include "keyauth_schema.h"
 #include "le.h"
-#include "lmdb_write_txn.h"
 #include "lmdb_backend.h"
 #include "store_error.h"
 #include "syncd_log.h"
@@ -38,36 +37,39 @@ void put_u64(MDB_txn *txn, MDB_dbi meta, const char *name, uint64_t value) {
     lmdb::dbi_put(txn, meta, &k, &v, 0);
 }
 
-std::optional<uint64_t> get_u64(MDB_txn *txn, MDB_dbi meta, const char *name) {
-    MDB_val k = val(name), v;
-    if (!lmdb::dbi_get(txn, meta, &k, &v) || v.mv_size != 8) return std::nullopt;
-    return load_le<uint64_t>(static_cast<const unsigned char *>(v.mv_data));
-}
-
 void write_mark(MDB_txn *txn, const LmdbTables &tables, const MirrorMark &mark) {
     put_u64(txn, tables[Table::kMeta], KA_META_SYNCD_REVISION, static_cast<uint64_t>(mark.revision));
     put_u64(txn, tables[Table::kMeta], KA_META_CLUSTER_ID, mark.cluster_id);
 }
 
-std::optional<MirrorMark> read_mark(MDB_env *env, const LmdbTables &tables) {
-    auto txn = lmdb::txn::begin(env, nullptr, MDB_RDONLY);
-    auto revision = get_u64(txn.handle(), tables[Table::kMeta], KA_META_SYNCD_REVISION);
-    auto cluster = get_u64(txn.handle(), tables[Table::kMeta], KA_META_CLUSTER_ID);
+std::optional<uint64_t> get_u64(RecordReader &r, const char *name) {
+    auto v = r.get(Table::kMeta, name);
+    if (!v || v->size() != 8) return std::nullopt;
+    return load_le<uint64_t>(reinterpret_cast<const unsigned char *>(v->data()));
+}
+
+std::optional<MirrorMark> read_mark(LmdbBackend &store) {
+    auto r = store.read();  // follows a map another process grew
+    auto revision = get_u64(*r, KA_META_SYNCD_REVISION);
+    auto cluster = get_u64(*r, KA_META_CLUSTER_ID);
     if (!revision || !cluster || *revision > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
     return MirrorMark{static_cast<int64_t>(*revision), *cluster};
 }
 
-std::optional<Refusal> first_refused(MDB_env *env, const LmdbTables &tables,
-                                     const std::vector<RecordChange> &changes) {
-    WriteTxn txn(env);  // never committed
-    for (size_t i = 0; i < changes.size(); i++) {
-        try {
-            apply_records(txn.handle(), tables, {changes[i]}, KeySlots::kDeferred);
-        } catch (const StoreError &e) {
-            return Refusal{i, e.what()};
+std::optional<Refusal> first_refused(LmdbBackend &store, const std::vector<RecordChange> &changes) {
+    std::optional<Refusal> refusal;
+    store.write([&](MDB_txn *txn) {  // never committed; run again if it fills the map
+        refusal.reset();
+        for (size_t i = 0; i < changes.size() && !refusal; i++) {
+            try {
+                apply_records(txn, store.tables(), {changes[i]}, KeySlots::kDeferred);
+            } catch (const StoreError &e) {
+                refusal = Refusal{i, e.what()};
+            }
         }
-    }
-    return std::nullopt;
+        return false;
+    });
+    return refusal;
 }
 
 bool exists(const std::string &path) {
@@ -136,7 +138,7 @@ Mirror::~Mirror() = default;
 
 void Mirror::open_live() {
     live_ = std::make_unique<LmdbBackend>(path_, map_size_);
-    mark_ = read_mark(live_->env(), live_->tables());
+    mark_ = read_mark(*live_);
 }
 
 MDB_env *Mirror::env() const noexcept { return live_ ? live_->env() : nullptr; }
@@ -146,20 +148,21 @@ void Mirror::apply(const std::vector<RecordChange> &changes, int64_t revision) {
     if (!live_ || !mark_) throw std::logic_error("the mirror has no complete store to apply to");
     MirrorMark next = *mark_;
     next.revision = std::max(next.revision, revision);
-    WriteTxn txn(live_->env());
-    apply_records(txn.handle(), live_->tables(), changes);
-    write_mark(txn.handle(), live_->tables(), next);
-    txn.commit();
+    live_->write([&](MDB_txn *txn) {  // a map it fills grows, and the batch runs again
+        apply_records(txn, live_->tables(), changes);
+        write_mark(txn, live_->tables(), next);
+        return true;
+    });
     mark_ = next;
 }
 
 std::optional<Refusal> Mirror::refused(const std::vector<RecordChange> &changes) const {
     if (!live_) return std::nullopt;
-    return first_refused(live_->env(), live_->tables(), changes);
+    return first_refused(*live_, changes);
 }
 
 std::optional<Refusal> Mirror::Rebuild::refused(const std::vector<RecordChange> &changes) const {
-    return first_refused(store_->env(), store_->tables(), changes);
+    return first_refused(*store_, changes);
 }
 
 Mirror::Rebuild::~Rebuild() {
@@ -172,10 +175,11 @@ Mirror::Rebuild::~Rebuild() {
 
 void Mirror::Rebuild::add(const std::vector<RecordChange> &changes) {
     if (changes.empty()) return;
-    WriteTxn txn(store_->env());
-    // key_slots is built once, when the last page is in (finish_rebuild)
-    apply_records(txn.handle(), store_->tables(), changes, KeySlots::kDeferred);
-    txn.commit();
+    store_->write([&](MDB_txn *txn) {
+        // key_slots is built once, when the last page is in (finish_rebuild)
+        apply_records(txn, store_->tables(), changes, KeySlots::kDeferred);
+        return true;
+    });
     records_ += changes.size();
 }
 
@@ -213,13 +217,12 @@ std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
 }
 
 void Mirror::finish_rebuild(std::unique_ptr<Rebuild> rb, const MirrorMark &mark) {
-    {
-        WriteTxn txn(rb->store_->env());
+    rb->store_->write([&](MDB_txn *txn) {
         const LmdbTables &t = rb->store_->tables();
-        rebuild_key_slots(txn.handle(), t[Table::kKeysByHash], t.key_slots);
-        write_mark(txn.handle(), t, mark);
-        txn.commit();
-    }
+        rebuild_key_slots(txn, t[Table::kKeysByHash], t.key_slots);
+        write_mark(txn, t, mark);
+        return true;
+    });
     // the new store is complete on disk before it is swapped in
     if (int rc = mdb_env_sync(rb->store_->env(), 1); rc != 0) {
         fail(std::string("cannot sync the rebuilt store: ") + mdb_strerror(rc));

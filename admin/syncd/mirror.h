@@ -13,9 +13,11 @@
 // one; an nginx worker notices the new inodes of data.mdb and lock.mdb and
 // reopens (src/core/edge_store.cc). The old directory is then deleted.
 //
-// One thread uses a Mirror at a time. Errors throw: StoreError when
+// One thread uses a Mirror at a time. A batch that fills the map grows it
+// and is applied again (LmdbBackend::write). Errors throw: StoreError when
 // apply_records refuses a record (nothing of that batch is applied),
-// lmdb::error from LMDB, std::runtime_error for a file system step.
+// MapFullError when the map cannot grow (lmdb_map.h), lmdb::error from
+// LMDB, std::runtime_error for a file system step.
 #pragma once
 
 #include <lmdb.h>

@@ -38,9 +38,10 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     loopback address and port, e.g. 127.0.0.1:9187
   --allow-remote    allow a --metrics address other than loopback
   --etcd-prefix P   the etcd prefix to mirror (default /keyauth/1)
-  --map-size MIB    the most the store may grow to: at least this, and never
-                    less than it was last written with (default: as written,
-                    4096 for a new store; the file is sparse)
+  --map-size MIB    the map to start with: at least this, and never less
+                    than the store was last written with (default: as
+                    written, 4096 for a new store; the file is sparse); a
+                    batch that fills it doubles it, as far as the disk allows
   --etcd-cacert F   CA bundle to verify https:// members with
   --etcd-cert F     client certificate for members that require one
   --etcd-key F      its private key
