@@ -30,8 +30,6 @@ DEPFLAGS   := -MMD -MP
 # EXTRA_CXXFLAGS / EXTRA_LDFLAGS: a packager's flags (debian/rules passes
 # dpkg-buildflags' hardening ones).
 CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS) $(EXTRA_CXXFLAGS)
-SAN_FLAGS  := $(DEPFLAGS) $(CXXSTD) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-              -fno-sanitize-recover=all $(WARN) $(INCS)
 
 # Same hardening as Debian's own nginx build (nginx -V).
 NGX_CC_OPT := -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
@@ -54,7 +52,8 @@ CORE_OBJS  := $(call obj,obj,$(CORE_SRCS))
 LIB_OBJS   := $(call obj,obj,$(LIB_SRCS))
 TEST_OBJS  := $(call obj,obj,$(TEST_SRCS) $(PROGRAM_PARTS))
 SAN_LIB_OBJS := $(call obj,san,$(CORE_SRCS) $(LIB_SRCS))
-SAN_OBJS   := $(SAN_LIB_OBJS) $(call obj,san,$(TEST_SRCS) $(PROGRAM_PARTS))
+SAN_PARTS  := $(SAN_LIB_OBJS) $(call obj,san,$(PROGRAM_PARTS))
+SAN_OBJS   := $(SAN_PARTS) $(call obj,san,$(TEST_SRCS))
 # The module is built by nginx's own make, which does not see header changes.
 MODULE_HEADERS := $(wildcard src/core/*.h lmdb_schema/*.h)
 NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
@@ -79,12 +78,17 @@ SAN_CC_OPT   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=all -fPIC -Wextra
 SAN_TOOLS    := $(ASAN_DIR)/keyauthctl $(ASAN_DIR)/keyauthd $(ASAN_DIR)/keyauth-syncd
 
-# libFuzzer targets (clang): every parser that sees untrusted bytes.
-FUZZ_CXX     := clang++
-FUZZ_FLAGS   := $(DEPFLAGS) -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-                -fno-sanitize-recover=all $(WARN) $(INCS) $(TEST_INCS)
+# One sanitizer build of the C++ sources, by clang, with ASan+UBSan and
+# libFuzzer's coverage hooks (which do nothing outside a fuzzer): the ASan
+# unit tests, the ASan programs and the libFuzzer targets (every parser that
+# sees untrusted bytes) link the same objects, so each source is compiled
+# once for all three. Line tables are all a sanitizer's stack trace needs.
+SAN_CXX      := clang++
+SAN_FLAGS    := $(DEPFLAGS) $(CXXSTD) -O1 -gline-tables-only -fno-omit-frame-pointer \
+                -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link \
+                $(WARN) $(INCS) $(TEST_INCS)
+SAN_LINK     := $(SAN_CXX) -fsanitize=address,undefined
 FUZZERS      := $(patsubst fuzz/%.cc,$(BUILD)/fuzz/%,$(wildcard fuzz/*.cc))
-FUZZ_OBJS    := $(call obj,fuzzobj,$(CORE_SRCS) $(LIB_SRCS) $(PROGRAM_PARTS))
 FUZZ_SECONDS ?= 60
 
 # Objects reached through pattern chains are not to be deleted as intermediates.
@@ -169,29 +173,21 @@ $(BUILD)/obj/%.o: %.cc
 
 $(BUILD)/san/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(SAN_FLAGS) -c $< -o $@
+	$(SAN_CXX) $(SAN_FLAGS) -c $< -o $@
 
 # the unit tests see the programs' headers too
 $(BUILD)/obj/tests/%.o: tests/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(TEST_INCS) -c $< -o $@
 
-$(BUILD)/san/tests/%.o: tests/%.cc
-	@mkdir -p $(dir $@)
-	$(CXX) $(SAN_FLAGS) $(TEST_INCS) -c $< -o $@
-
 # Which folder may include which: tests/check_layering.sh (it tests itself
 # on a tree with one violation of each kind first).
 check-layering:
 	@tests/check_layering.sh --self-test && tests/check_layering.sh .
 
-$(BUILD)/fuzzobj/%.o: %.cc
+$(BUILD)/fuzz/%: $(BUILD)/san/fuzz/%.o $(SAN_PARTS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-
-$(BUILD)/fuzz/%: fuzz/%.cc $(FUZZ_OBJS)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter %.cc %.o,$^) -o $@ $(LIBS)
+	$(SAN_LINK) -fsanitize=fuzzer $^ -o $@ $(LIBS)
 
 # Each fuzzer runs FUZZ_SECONDS from its seeds in fuzz/corpus; what it learns
 # stays in build/fuzz-corpus, crashes land in build/fuzz-crashes.
@@ -220,15 +216,15 @@ $(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS) | $(NGX_CONFIGURE)
 
 $(ASAN_DIR)/keyauthctl: $(call obj,san,$(KEYAUTHCTL_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS)
+	$(SAN_LINK) -o $@ $^ $(LIBS)
 
 $(ASAN_DIR)/keyauthd: $(call obj,san,$(KEYAUTHD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -pthread
+	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
 $(ASAN_DIR)/keyauth-syncd: $(call obj,san,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) -pthread
+	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
 e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
@@ -250,7 +246,7 @@ $(BUILD)/unit_tests: $(TEST_OBJS) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) -o $@ $^ $(LIBS) $(GTEST_LIBS)
 
 $(BUILD)/unit_tests_asan: $(SAN_OBJS)
-	$(CXX) -fsanitize=address,undefined -o $@ $^ $(LIBS) $(GTEST_LIBS)
+	$(SAN_LINK) -o $@ $^ $(LIBS) $(GTEST_LIBS)
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests --gtest_brief=1
