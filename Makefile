@@ -51,9 +51,9 @@ obj = $(patsubst %.cc,$(BUILD)/$(1)/%.o,$(2))
 CORE_OBJS  := $(call obj,obj,$(CORE_SRCS))
 LIB_OBJS   := $(call obj,obj,$(LIB_SRCS))
 TEST_OBJS  := $(call obj,obj,$(TEST_SRCS) $(PROGRAM_PARTS))
-SAN_LIB_OBJS := $(call obj,san,$(CORE_SRCS) $(LIB_SRCS))
-SAN_PARTS  := $(SAN_LIB_OBJS) $(call obj,san,$(PROGRAM_PARTS))
-SAN_OBJS   := $(SAN_PARTS) $(call obj,san,$(TEST_SRCS))
+SAN_LIB_OBJS := $(call obj,sanobj,$(CORE_SRCS) $(LIB_SRCS))
+SAN_PARTS  := $(SAN_LIB_OBJS) $(call obj,sanobj,$(PROGRAM_PARTS))
+SAN_OBJS   := $(SAN_PARTS) $(call obj,sanobj,$(TEST_SRCS))
 # The module is built by nginx's own make, which does not see header changes.
 MODULE_HEADERS := $(wildcard src/core/*.h lmdb_schema/*.h)
 NGX_DEPS   := config $(wildcard src/*.c src/*.h) $(CORE_SRCS) $(MODULE_HEADERS)
@@ -171,7 +171,7 @@ $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/san/%.o: %.cc
+$(BUILD)/sanobj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(SAN_CXX) $(SAN_FLAGS) -c $< -o $@
 
@@ -185,7 +185,7 @@ $(BUILD)/obj/tests/%.o: tests/%.cc
 check-layering:
 	@tests/check_layering.sh --self-test && tests/check_layering.sh .
 
-$(BUILD)/fuzz/%: $(BUILD)/san/fuzz/%.o $(SAN_PARTS)
+$(BUILD)/fuzz/%: $(BUILD)/sanobj/fuzz/%.o $(SAN_PARTS)
 	@mkdir -p $(dir $@)
 	$(SAN_LINK) -fsanitize=fuzzer $^ -o $@ $(LIBS)
 
@@ -214,15 +214,15 @@ $(ASAN_DIR)/ngx_http_keyauth_module.so: $(NGX_DEPS) | $(NGX_CONFIGURE)
 	$(MAKE) -s -f $(NGX_ASAN)/Makefile -C $(NGX_SRC) modules
 	cp $(NGX_ASAN)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
-$(ASAN_DIR)/keyauthctl: $(call obj,san,$(KEYAUTHCTL_SRCS)) $(SAN_LIB_OBJS)
+$(ASAN_DIR)/keyauthctl: $(call obj,sanobj,$(KEYAUTHCTL_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(SAN_LINK) -o $@ $^ $(LIBS)
 
-$(ASAN_DIR)/keyauthd: $(call obj,san,$(KEYAUTHD_SRCS)) $(SAN_LIB_OBJS)
+$(ASAN_DIR)/keyauthd: $(call obj,sanobj,$(KEYAUTHD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
-$(ASAN_DIR)/keyauth-syncd: $(call obj,san,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
+$(ASAN_DIR)/keyauth-syncd: $(call obj,sanobj,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
