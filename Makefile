@@ -227,7 +227,7 @@ $(ASAN_DIR)/keyauth-syncd: $(call obj,sanobj,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
 	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
 e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-	KEYAUTH_BUILD=$(ASAN_DIR) prove -r -j2 t/
+	KEYAUTH_BUILD=$(ASAN_DIR) prove --timer -r -j2 t/
 
 $(BUILD)/keyauthctl: $(call obj,obj,$(KEYAUTHCTL_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS)
@@ -256,7 +256,7 @@ unit-asan: $(BUILD)/unit_tests_asan
 	  $(BUILD)/unit_tests_asan --gtest_brief=1
 
 e2e: all
-	prove -r -j2 t/
+	prove --timer -r -j2 t/
 
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd $(BUILD)/unit_tests \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
