@@ -68,7 +68,7 @@ BENCH_PKGS := valgrind libnginx-mod-http-lua
 # nginx_mod build system come with nginx-dev)
 DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: all help deps bench-deps module test test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test test-builds test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -260,20 +260,27 @@ e2e: all
 
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd $(BUILD)/unit_tests \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-# The suites, in two phases. First TEST_JOBS (2) at a time, longest first:
-# the ASan end-to-end run beside the unit suites and the fuzzers (which mostly
-# wait on etcd and redis members); then the plain end-to-end run alone, so
-# that two end-to-end runs never share the machine. Each suite's output is
-# shown whole when it ends, with its time.
-TEST_PHASE1 := e2e-asan unit unit-asan fuzz-short check-layering
-TEST_PHASE2 := e2e
+# make test in two phases. First the plain end-to-end run, which needs only
+# `all` and mostly waits on its servers, beside the build of everything else
+# (the sanitizer tree, the unit tests), which takes the CPU it leaves. Then,
+# TEST_JOBS (2) at a time, longest first: the ASan end-to-end run beside the
+# unit suites and the fuzzers (which mostly wait on etcd and redis members).
+# Two end-to-end runs never share the machine. Each suite's output is shown
+# whole when it ends, with its time.
+TEST_PHASE1 := e2e test-builds
+TEST_PHASE2 := e2e-asan unit unit-asan fuzz-short check-layering
 TEST_SUITES := $(TEST_PHASE1) $(TEST_PHASE2)
 TEST_JOBS   ?= 2
-RUN_PHASE1   = $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_PHASE1))
-RUN_PHASE2   = $(MAKE) --no-print-directory $(addprefix timed-,$(TEST_PHASE2))
+# -j3 for the first phase: the end-to-end run holds one job slot throughout,
+# and the build (a sub-make sharing the job server) keeps two compilers busy.
+RUN_PHASE1   = $(MAKE) --no-print-directory -j3 --output-sync=target $(addprefix timed-,$(TEST_PHASE1))
+RUN_PHASE2   = $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_PHASE2))
+
+test-builds:
+	@$(MAKE) --no-print-directory $(TEST_BUILDS)
 
 test: deps
-	$(MAKE) -j2 $(TEST_BUILDS)
+	$(MAKE) -j2 all
 	@$(RUN_PHASE1) && $(RUN_PHASE2)
 
 # timed-SUITE: SUITE, saying how long it took (never .PHONY: pattern rules
