@@ -2,9 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 
 #include "cli_values.h"
+#include "program_usage.h"
 
 namespace keyauthd {
 namespace {
@@ -51,21 +51,7 @@ head, its body (408) and its answer.
                   that, creates answer 507 STORE_FULL.
 )";
 
-[[noreturn]] void usage_error(const std::string &msg) {
-    std::cerr << "keyauthd: " << msg << "\n\n" << kUsage;
-    std::exit(2);
-}
-
-// A whole decimal number from lo to hi, or a usage error naming the option.
-size_t bounded(const std::string &option, const std::string &text, size_t lo, size_t hi,
-               const char *unit) {
-    auto v = keyauth::parse_bounded(text, lo, hi);
-    if (!v) {
-        usage_error(option + " takes " + unit + " from " + std::to_string(lo) + " to " +
-                    std::to_string(hi));
-    }
-    return *v;
-}
+const keyauth::ProgramUsage kCli("keyauthd", kUsage);
 
 }  // namespace
 
@@ -80,7 +66,7 @@ Options parse_options(int argc, char **argv) {
             std::exit(0);
         }
         if (a == "--allow-remote") {
-            if (allow_remote) usage_error(a + " given twice");
+            if (allow_remote) kCli.error(a + " given twice");
             allow_remote = true;
             continue;
         }
@@ -95,26 +81,26 @@ Options parse_options(int argc, char **argv) {
                             : a == "--max-connections" ? &max_conn
                             : a == "--trusted-proxy"   ? &trusted
                                                        : nullptr;
-        if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
+        if (slot == nullptr) kCli.error("unknown argument \"" + a + "\"");
         // an empty value is a missing one (it would read as "not given")
-        if (i + 1 >= argc || argv[i + 1][0] == '\0') usage_error(a + " needs a value");
-        if (!slot->empty()) usage_error(a + " given twice");
+        if (i + 1 >= argc || argv[i + 1][0] == '\0') kCli.error(a + " needs a value");
+        if (!slot->empty()) kCli.error(a + " given twice");
         *slot = argv[++i];
     }
-    if (o.db.empty() == o.etcd.empty()) usage_error("give --db PATH or --etcd URL[,URL...], one of them");
+    if (o.db.empty() == o.etcd.empty()) kCli.error("give --db PATH or --etcd URL[,URL...], one of them");
     if (o.etcd.empty() && !(o.etcd_prefix + o.etcd_cacert + o.etcd_cert + o.etcd_key).empty())
-        usage_error("--etcd-prefix and the --etcd TLS options need --etcd");
-    if (!o.etcd.empty() && !map_mib.empty()) usage_error("--map-size is for an LMDB store (--db), not etcd");
+        kCli.error("--etcd-prefix and the --etcd TLS options need --etcd");
+    if (!o.etcd.empty() && !map_mib.empty()) kCli.error("--map-size is for an LMDB store (--db), not etcd");
     if (!keyauth::parse_host_port(o.listen, o.host, o.port)) {
-        usage_error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
+        kCli.error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
     }
     if (!allow_remote && !keyauth::is_loopback_address(o.host)) {
-        usage_error("--listen " + o.listen + " is not a loopback address; add --allow-remote if you mean it");
+        kCli.error("--listen " + o.listen + " is not a loopback address; add --allow-remote if you mean it");
     }
-    if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
+    if (!map_mib.empty()) o.map_size = kCli.bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     if (!trusted.empty() && !keyauth::parse_address_list(trusted, o.trusted_proxies))
-        usage_error("--trusted-proxy takes IP addresses separated by commas, e.g. 127.0.0.1");
-    if (!max_conn.empty()) o.max_connections = bounded("--max-connections", max_conn, 1, 65536, "a number");
+        kCli.error("--trusted-proxy takes IP addresses separated by commas, e.g. 127.0.0.1");
+    if (!max_conn.empty()) o.max_connections = kCli.bounded("--max-connections", max_conn, 1, 65536, "a number");
     return o;
 }
 

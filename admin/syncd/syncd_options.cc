@@ -4,9 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 
 #include "cli_values.h"
+#include "program_usage.h"
 
 #include "etcd_client.h"
 #include "etcd_keyspace.h"
@@ -64,21 +64,7 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     record cannot be applied
 )";
 
-[[noreturn]] void usage_error(const std::string &msg) {
-    std::cerr << "keyauth-syncd: " << msg << "\n\n" << kUsage;
-    std::exit(2);
-}
-
-// A whole decimal number from lo to hi, or a usage error naming the option.
-size_t bounded(const std::string &option, const std::string &text, size_t lo, size_t hi,
-               const char *unit) {
-    auto v = keyauth::parse_bounded(text, lo, hi);
-    if (!v) {
-        usage_error(option + " takes " + unit + " from " + std::to_string(lo) + " to " +
-                    std::to_string(hi));
-    }
-    return *v;
-}
+const keyauth::ProgramUsage kCli("keyauth-syncd", kUsage);
 
 }  // namespace
 
@@ -93,7 +79,7 @@ Options parse_options(int argc, char **argv) {
             std::exit(0);
         }
         if (a == "--allow-remote") {
-            if (allow_remote) usage_error(a + " given twice");
+            if (allow_remote) kCli.error(a + " given twice");
             allow_remote = true;
             continue;
         }
@@ -112,55 +98,55 @@ Options parse_options(int argc, char **argv) {
                             : a == "--quota-redis-interval" ? &quota_redis_interval
                             : a == "--max-lag"      ? &max_lag
                                                     : nullptr;
-        if (slot == nullptr) usage_error("unknown argument \"" + a + "\"");
-        if (i + 1 >= argc) usage_error(a + " needs a value");
-        if (!slot->empty()) usage_error(a + " given twice");
+        if (slot == nullptr) kCli.error("unknown argument \"" + a + "\"");
+        if (i + 1 >= argc) kCli.error(a + " needs a value");
+        if (!slot->empty()) kCli.error(a + " given twice");
         *slot = argv[++i];
-        if (slot->empty()) usage_error(a + " needs a non-empty value");
+        if (slot->empty()) kCli.error(a + " needs a non-empty value");
     }
-    if (etcd.empty()) usage_error("--etcd URL[,URL...] is required");
+    if (etcd.empty()) kCli.error("--etcd URL[,URL...] is required");
     std::string error;
-    if (!etcd::parse_endpoints(etcd, o.etcd, error)) usage_error("--etcd: " + error);
-    if (o.db.empty()) usage_error("--db PATH is required");
+    if (!etcd::parse_endpoints(etcd, o.etcd, error)) kCli.error("--etcd: " + error);
+    if (o.db.empty()) kCli.error("--db PATH is required");
     if (!prefix.empty()) {
-        if (!valid_etcd_prefix(prefix, error)) usage_error("--etcd-prefix: " + error);
+        if (!valid_etcd_prefix(prefix, error)) kCli.error("--etcd-prefix: " + error);
         o.prefix = prefix;
     }
     if (!o.metrics.empty()) {
         if (!keyauth::parse_host_port(o.metrics, o.metrics_host, o.metrics_port) ||
             !keyauth::is_ip_address(o.metrics_host)) {
-            usage_error("--metrics needs IP:PORT, e.g. 127.0.0.1:9187");
+            kCli.error("--metrics needs IP:PORT, e.g. 127.0.0.1:9187");
         }
         if (!allow_remote && !keyauth::is_loopback_address(o.metrics_host)) {
-            usage_error("--metrics " + o.metrics +
+            kCli.error("--metrics " + o.metrics +
                         " is not a loopback address; add --allow-remote if you mean it");
         }
     }
     if (o.etcd_cert.empty() != o.etcd_key.empty()) {
-        usage_error("--etcd-cert and --etcd-key go together");
+        kCli.error("--etcd-cert and --etcd-key go together");
     }
     if (o.usage_db.empty()) o.usage_db = o.db + KA_USAGE_DIR_SUFFIX;
     if (!usage_interval.empty()) {
-        o.usage_interval = std::chrono::seconds(bounded("--usage-interval", usage_interval, 1, 30, "seconds"));
+        o.usage_interval = std::chrono::seconds(kCli.bounded("--usage-interval", usage_interval, 1, 30, "seconds"));
     }
     if (!quota_interval.empty()) {
         o.quota_interval = std::chrono::milliseconds(
-            bounded("--quota-interval", quota_interval, 100, 30000, "milliseconds"));
+            kCli.bounded("--quota-interval", quota_interval, 100, 30000, "milliseconds"));
     }
     if (!o.quota_redis.empty()) {
         QuotaRedisOptions r;
-        if (!parse_quota_redis_url(o.quota_redis, r, error)) usage_error("--quota-redis: " + error);
+        if (!parse_quota_redis_url(o.quota_redis, r, error)) kCli.error("--quota-redis: " + error);
         o.quota_redis_host = r.host;
         o.quota_redis_port = r.port;
         o.quota_redis_user = r.user;
     }
     if (!quota_redis_interval.empty()) {
-        if (o.quota_redis.empty()) usage_error("--quota-redis-interval needs --quota-redis");
+        if (o.quota_redis.empty()) kCli.error("--quota-redis-interval needs --quota-redis");
         o.quota_redis_interval = std::chrono::milliseconds(
-            bounded("--quota-redis-interval", quota_redis_interval, 50, 5000, "milliseconds"));
+            kCli.bounded("--quota-redis-interval", quota_redis_interval, 50, 5000, "milliseconds"));
     }
-    if (!max_lag.empty()) o.max_lag = std::chrono::seconds(bounded("--max-lag", max_lag, 1, 3600, "seconds"));
-    if (!map_mib.empty()) o.map_size = bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
+    if (!max_lag.empty()) o.max_lag = std::chrono::seconds(kCli.bounded("--max-lag", max_lag, 1, 3600, "seconds"));
+    if (!map_mib.empty()) o.map_size = kCli.bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     return o;
 }
 
