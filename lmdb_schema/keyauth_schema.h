@@ -372,7 +372,9 @@ static_assert(sizeof(struct ka_fx_record_v1) == KA_FX_RECORD_SIZE, "layout");
 #define KA_USAGE_DIR_SUFFIX  ".usage"
 #define KA_USAGE_DB_USAGE    "usage"    /* account id ++ key id -> usage record */
 #define KA_USAGE_DB_META     "meta"     /* ASCII name -> value */
-#define KA_USAGE_DB_COUNT    2
+#define KA_USAGE_DB_HOURS    "hours"    /* bucket key (hour number) -> bucket record */
+#define KA_USAGE_DB_DAYS     "days"     /* bucket key (day number) -> bucket record */
+#define KA_USAGE_DB_COUNT    4
 #define KA_USAGE_META_EDGE_ID "edge_id" /* 12 random bytes, made at first open */
 #define KA_USAGE_EDGE_ID_LEN 12
 #define KA_USAGE_KEY_LEN     (2 * KA_ID_LEN)
@@ -398,6 +400,29 @@ static_assert(offsetof(struct ka_usage_record_v1, allowed) == 8, "layout");
 static_assert(offsetof(struct ka_usage_record_v1, rate_limited) == 16, "layout");
 static_assert(offsetof(struct ka_usage_record_v1, last_used_ms) == 24, "layout");
 static_assert(sizeof(struct ka_usage_record_v1) == KA_USAGE_RECORD_SIZE, "layout");
+
+/* Usage over time: one key's counts in one UTC hour or day on one edge.
+ * Key: the period's number since the Unix epoch (hours or days), u32
+ * big-endian, so that the table is in time order and old periods are a
+ * range at its start; then account id ++ key id. */
+#define KA_USAGE_BUCKET_KEY_LEN (4 + 2 * KA_ID_LEN)
+#define KA_USAGE_BUCKET_V1 1u
+
+struct ka_usage_bucket_v1 {
+    uint16_t version;            /* KA_USAGE_BUCKET_V1 */
+    uint16_t reserved16;         /* 0 */
+    uint32_t reserved32;         /* 0 */
+    uint64_t allowed;            /* requests let through */
+    uint64_t rate_limited;       /* refused with 429 RATE_LIMITED */
+    uint64_t quota_exceeded;     /* refused with 429 QUOTA_EXCEEDED */
+    uint64_t units;              /* units charged (keyauth_cost, or metered) */
+};
+
+#define KA_USAGE_BUCKET_SIZE 40
+
+static_assert(offsetof(struct ka_usage_bucket_v1, allowed) == 8, "layout");
+static_assert(offsetof(struct ka_usage_bucket_v1, units) == 32, "layout");
+static_assert(sizeof(struct ka_usage_bucket_v1) == KA_USAGE_BUCKET_SIZE, "layout");
 
 /* ---- key_slots: the hot table (schema 2) ------------------------------ */
 

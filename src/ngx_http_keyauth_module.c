@@ -91,6 +91,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
       0,
       NULL },
 
+    { ngx_string("keyauth_usage_history"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_usage_history,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("keyauth_shared_limits"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1234,
       ngx_http_keyauth_shared_limits,
@@ -584,6 +591,7 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
      */
 
     conf->usage_interval = NGX_CONF_UNSET_MSEC;
+    conf->usage_days = NGX_CONF_UNSET_UINT;
 
     return conf;
 }

@@ -49,6 +49,7 @@ typedef struct {
     ngx_str_t                 usage_db;    /* NUL-terminated; unset: db_path
                                               ".usage"; len 0: off */
     ngx_msec_t                usage_interval;
+    ngx_uint_t                usage_days;  /* keyauth_usage_history, days */
     ngx_http_keyauth_shared_conf_t *shared; /* keyauth_shared_limits */
 } ngx_http_keyauth_main_conf_t;
 

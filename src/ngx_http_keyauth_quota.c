@@ -1,6 +1,7 @@
 #include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_status.h"
+#include "ngx_http_keyauth_usage.h"
 
 
 /* a ledger that cannot be opened is tried again this often */
@@ -271,9 +272,15 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
     ngx_int_t           rc;
     ngx_str_t           code, message, value;
     ngx_uint_t          i;
+    ngx_time_t         *tp;
     ka_quota_policy_t  *q;
 
     ctx->outcome = NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED;
+
+    tp = ngx_timeofday();
+    ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_QUOTA_EXCEEDED, 0,
+                                 (int64_t) tp->sec * 1000 + tp->msec,
+                                 ka_monotonic_ns());
 
     retry = 0;
 
@@ -416,6 +423,14 @@ ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
 
     tp = ngx_timeofday();
     now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
+
+    /* the call was counted when it was admitted: now its units */
+    if (cost > 0) {
+        ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_UNITS_ONLY,
+                                     (uint64_t) cost, now_ms,
+                                     ka_monotonic_ns());
+    }
 
     if (!ctx->quota_checked || ctx->quota.verdict != KA_QUOTA_ADMIT) {
         return;
@@ -425,7 +440,6 @@ ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
     (void) ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
                            (uint64_t) cost, 0, now_ms);
 
-    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
     ngx_http_keyauth_count_units(kmcf, (uint64_t) cost);
 }
 

@@ -3,6 +3,7 @@
 #include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_shm.h"
 #include "ngx_http_keyauth_status.h"
+#include "ngx_http_keyauth_usage.h"
 
 
 static ngx_int_t ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone,
@@ -191,16 +192,14 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
         }
     }
 
-    /* usage is counted where the decision is made; collected elsewhere */
-    if (ka_usage_count(zone->usage, &ctx->auth, ctx->rate.allowed, now_ms,
-                       now_ns, &lock))
-    {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "keyauth_zone \"%V\" has no room for the usage of "
-                      "more keys: requests go uncounted (keyauth_status "
-                      "keyauth_usage_dropped_total); make the zone larger",
-                      &kmcf->shm_zone->shm.name);
-    }
+    /* usage is counted where the decision is made; collected elsewhere.
+     * A metered call's units are counted when its answer reports them. */
+    ngx_http_keyauth_usage_count(r, kmcf, ctx,
+                                 ctx->rate.allowed ? KA_USAGE_ALLOWED
+                                                   : KA_USAGE_RATE_LIMITED,
+                                 ctx->rate.allowed && ctx->cost_header == NULL
+                                 ? ctx->cost : 0,
+                                 now_ms, now_ns);
 
     if (ctx->rate.warn_full) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,

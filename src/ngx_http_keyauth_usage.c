@@ -9,10 +9,16 @@
 #define NGX_HTTP_KEYAUTH_USAGE_IDLE_MS   300000
 /* a usage env that keeps failing is logged at most this often */
 #define NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC  60000
+/* day buckets are kept 400 days unless keyauth_usage_history says */
+#define NGX_HTTP_KEYAUTH_USAGE_DAYS      400
+#define NGX_HTTP_KEYAUTH_USAGE_DAYS_MAX  3660
+#define NGX_HTTP_KEYAUTH_HOUR_MSEC       3600000
 
 
 static void ngx_http_keyauth_usage_timer(ngx_event_t *ev);
-static void ngx_http_keyauth_usage_flush(ngx_log_t *log);
+static void ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms);
+static void ngx_http_keyauth_usage_schedule(ngx_event_t *ev);
+static int64_t ngx_http_keyauth_usage_now_ms(void);
 
 
 /* Only the collecting worker has these. */
@@ -20,6 +26,8 @@ static ngx_event_t                    ngx_http_keyauth_usage_event;
 static ka_usage_env_t                *ngx_http_keyauth_usage_env;
 static ngx_http_keyauth_main_conf_t  *ngx_http_keyauth_usage_kmcf;
 static ngx_msec_t                     ngx_http_keyauth_usage_next_log;
+/* the wall-clock time the next collection is due at (Unix ms) */
+static int64_t                        ngx_http_keyauth_usage_due_ms;
 
 
 char *
@@ -77,6 +85,39 @@ ngx_http_keyauth_usage_interval(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
+char *
+ngx_http_keyauth_usage_history(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_keyauth_main_conf_t  *kmcf = conf;
+
+    time_t      secs;
+    ngx_str_t  *value;
+
+    if (kmcf->usage_days != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    secs = ngx_parse_time(&value[1], 1);
+
+    if (secs == (time_t) NGX_ERROR || secs % 86400 != 0
+        || secs / 86400 < 1 || secs / 86400 > NGX_HTTP_KEYAUTH_USAGE_DAYS_MAX)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"keyauth_usage_history\" \"%V\": "
+                           "expected whole days from 1d to %dd",
+                           &value[1], NGX_HTTP_KEYAUTH_USAGE_DAYS_MAX);
+        return NGX_CONF_ERROR;
+    }
+
+    kmcf->usage_days = (ngx_uint_t) (secs / 86400);
+
+    return NGX_CONF_OK;
+}
+
+
 ngx_int_t
 ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
     ngx_http_keyauth_main_conf_t *kmcf)
@@ -85,6 +126,10 @@ ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
 
     if (kmcf->usage_interval == NGX_CONF_UNSET_MSEC) {
         kmcf->usage_interval = NGX_HTTP_KEYAUTH_USAGE_INTERVAL;
+    }
+
+    if (kmcf->usage_days == NGX_CONF_UNSET_UINT) {
+        kmcf->usage_days = NGX_HTTP_KEYAUTH_USAGE_DAYS;
     }
 
     if (kmcf->usage_db.data != NULL) {
@@ -137,9 +182,37 @@ ngx_http_keyauth_usage_init_process(ngx_cycle_t *cycle)
     /* a graceful shutdown does not wait for it: exit_process flushes */
     ngx_http_keyauth_usage_event.cancelable = 1;
 
-    ngx_add_timer(&ngx_http_keyauth_usage_event, kmcf->usage_interval);
+    ngx_http_keyauth_usage_schedule(&ngx_http_keyauth_usage_event);
 
     return NGX_OK;
+}
+
+
+void
+ngx_http_keyauth_usage_count(ngx_http_request_t *r,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
+    ka_usage_outcome_e outcome, uint64_t units, int64_t now_ms,
+    uint64_t now_ns)
+{
+    ka_lock_t                 lock;
+    ngx_http_keyauth_zone_t  *zone;
+
+    if (kmcf->shm_zone == NULL) {
+        return;
+    }
+
+    ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
+    zone = kmcf->shm_zone->data;
+
+    if (ka_usage_count(zone->usage, &ctx->auth, outcome, units, now_ms,
+                       now_ns, &lock))
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "keyauth_zone \"%V\" has no room for the usage of "
+                      "more keys: requests go uncounted (keyauth_status "
+                      "keyauth_usage_dropped_total); make the zone larger",
+                      &kmcf->shm_zone->shm.name);
+    }
 }
 
 
@@ -163,7 +236,8 @@ ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
      * the zone's size, the old zone has no other collector, and the last of
      * its workers to leave takes what the others counted */
     ngx_http_keyauth_usage_kmcf = kmcf;
-    ngx_http_keyauth_usage_flush(cycle->log);
+    ngx_http_keyauth_usage_flush(cycle->log,
+                                 ngx_http_keyauth_usage_now_ms());
 
     if (ngx_http_keyauth_usage_env != NULL) {
         ka_usage_env_close(ngx_http_keyauth_usage_env);
@@ -177,26 +251,57 @@ ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
 static void
 ngx_http_keyauth_usage_timer(ngx_event_t *ev)
 {
-    ngx_http_keyauth_main_conf_t  *kmcf = ev->data;
-
-    ngx_http_keyauth_usage_flush(ev->log);
+    /* the counts belong to the time the collection was due: a collection
+     * due at a UTC hour takes the hour that ends there */
+    ngx_http_keyauth_usage_flush(ev->log, ngx_http_keyauth_usage_due_ms - 1);
 
     if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
-        ngx_add_timer(ev, kmcf->usage_interval);
+        ngx_http_keyauth_usage_schedule(ev);
     }
+}
+
+
+/* Every keyauth_usage_interval, and at every UTC hour: what was counted
+ * before the hour is collected into that hour's bucket, give or take the
+ * timer's lateness (docs/RELIABILITY.md). */
+static void
+ngx_http_keyauth_usage_schedule(ngx_event_t *ev)
+{
+    int64_t                        now, next_hour, delay;
+    ngx_http_keyauth_main_conf_t  *kmcf = ev->data;
+
+    now = ngx_http_keyauth_usage_now_ms();
+    next_hour = (now / NGX_HTTP_KEYAUTH_HOUR_MSEC + 1)
+                * NGX_HTTP_KEYAUTH_HOUR_MSEC;
+
+    delay = ngx_min((int64_t) kmcf->usage_interval, next_hour - now);
+    ngx_http_keyauth_usage_due_ms = now + delay;
+
+    ngx_add_timer(ev, (ngx_msec_t) delay);
+}
+
+
+static int64_t
+ngx_http_keyauth_usage_now_ms(void)
+{
+    ngx_time_t  *tp;
+
+    ngx_time_update();
+    tp = ngx_timeofday();
+
+    return (int64_t) tp->sec * 1000 + tp->msec;
 }
 
 
 /* Never fails anything but itself: counts stay in the zone and the next
  * collection tries again. */
 static void
-ngx_http_keyauth_usage_flush(ngx_log_t *log)
+ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
 {
     char                           err[256];
     long                           n;
     ngx_uint_t                     say;
     ka_lock_t                      lock;
-    ngx_time_t                    *tp;
     ngx_http_keyauth_zone_t       *zone;
     ngx_http_keyauth_main_conf_t  *kmcf;
 
@@ -212,6 +317,7 @@ ngx_http_keyauth_usage_flush(ngx_log_t *log)
     if (ngx_http_keyauth_usage_env == NULL) {
         ngx_http_keyauth_usage_env = ka_usage_env_open(
                                          (const char *) kmcf->usage_db.data,
+                                         (uint32_t) kmcf->usage_days,
                                          err, sizeof(err));
 
         if (ngx_http_keyauth_usage_env == NULL) {
@@ -231,11 +337,8 @@ ngx_http_keyauth_usage_flush(ngx_log_t *log)
 
     ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
 
-    ngx_time_update();
-    tp = ngx_timeofday();
-
     n = ka_usage_flush(zone->usage, ngx_http_keyauth_usage_env,
-                       (int64_t) tp->sec * 1000 + tp->msec,
+                       ngx_http_keyauth_usage_now_ms(), bucket_ms,
                        NGX_HTTP_KEYAUTH_USAGE_IDLE_MS, &lock, err, sizeof(err));
 
     if (n >= 0) {

@@ -110,9 +110,9 @@ TEST(UsageEnv, AddsDeltasToCumulativeTotals) {
     auto env = UsageEnv::open(path, err);
     ASSERT_TRUE(env) << err;
     std::vector<UsageDelta> d{delta(1, 5, 1, 1000), delta(2, 1, 0, 900)};
-    ASSERT_TRUE(env->add(d.data(), d.size(), err)) << err;
+    ASSERT_TRUE(env->add(d.data(), d.size(), 1000, err)) << err;
     d = {delta(1, 2, 3, 800)};
-    ASSERT_TRUE(env->add(d.data(), d.size(), err)) << err;
+    ASSERT_TRUE(env->add(d.data(), d.size(), 1000, err)) << err;
     UsageTotals t;
     ASSERT_TRUE(read_totals(path, 1, t));
     EXPECT_EQ(t, (UsageTotals{7, 4, 1000}));
@@ -132,12 +132,15 @@ TEST(UsageEnv, FlushMovesTheTableIntoTheEnv) {
     ka_auth_result_t key{};
     std::memset(key.account_id_bin, 'a', KA_ID_LEN);
     std::memset(key.key_id_bin, 3, KA_ID_LEN);
-    for (int i = 0; i < 10; i++) ka_usage_count(mem.data(), &key, i < 7, 5000 + i, 1, &lock);
+    for (int i = 0; i < 10; i++) {
+        ka_usage_count(mem.data(), &key, i < 7 ? KA_USAGE_ALLOWED : KA_USAGE_RATE_LIMITED,
+                       i < 7 ? 1 : 0, 5000 + i, 1, &lock);
+    }
     char err[256];
-    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), err, sizeof(err));
+    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), 400, err, sizeof(err));
     ASSERT_NE(env, nullptr) << err;
-    EXPECT_EQ(ka_usage_flush(mem.data(), env, 6000, 300000, &lock, err, sizeof(err)), 1);
-    EXPECT_EQ(ka_usage_flush(mem.data(), env, 6000, 300000, &lock, err, sizeof(err)), 0);
+    EXPECT_EQ(ka_usage_flush(mem.data(), env, 6000, 6000, 300000, &lock, err, sizeof(err)), 1);
+    EXPECT_EQ(ka_usage_flush(mem.data(), env, 6000, 6000, 300000, &lock, err, sizeof(err)), 0);
     ka_usage_env_close(env);
     UsageTotals t;
     ASSERT_TRUE(read_totals(path, 3, t));

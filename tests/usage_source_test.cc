@@ -50,7 +50,7 @@ void count(const std::string &path, const Id &account, const Id &key, uint64_t a
     d.allowed = allowed;
     d.rate_limited = limited;
     d.last_used_ms = last;
-    ASSERT_TRUE(env->add(&d, 1, err)) << err;
+    ASSERT_TRUE(env->add(&d, 1, last, err)) << err;
 }
 
 syncd::UsagePublisherOptions publisher_options(const EtcdCluster &etcd, const std::string &usage_db) {

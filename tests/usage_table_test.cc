@@ -16,6 +16,10 @@ using namespace keyauth;
 
 namespace {
 
+UsageOutcome outcome(bool allowed) {
+    return allowed ? UsageOutcome::kAllowed : UsageOutcome::kRateLimited;
+}
+
 constexpr int64_t kNowMs = 1'800'000'000'000;
 constexpr int64_t kIdleMs = 300'000;
 
@@ -25,7 +29,7 @@ struct Table {
         table = UsageTable::attach(mem.data(), mem.size());
     }
     UsageCount count(const Id &key, bool allowed, int64_t now_ms = kNowMs) {
-        return table->count(account.data(), key.data(), allowed, now_ms, 1, lock);
+        return table->count(account.data(), key.data(), outcome(allowed), allowed ? 1 : 0, now_ms, 1, lock);
     }
     std::vector<UsageDelta> collect(int64_t now_ms = kNowMs) {
         std::vector<UsageDelta> out;
@@ -89,12 +93,12 @@ TEST(UsageTable, CollectTakesTheDeltasAndLeavesZero) {
 TEST(UsageTable, AFullTableCountsDropsAndWarnsOnceAMinute) {
     Table t(UsageTable::kProbe);  // every key's probe window is the whole table
     for (uint64_t i = 0; i < UsageTable::kProbe; i++) EXPECT_TRUE(t.count(key_n(i), true).counted);
-    UsageCount c = t.table->count(t.account.data(), key_n(999).data(), true, kNowMs, 100, t.lock);
+    UsageCount c = t.table->count(t.account.data(), key_n(999).data(), outcome(true), 0, kNowMs, 100, t.lock);
     EXPECT_FALSE(c.counted);
     EXPECT_TRUE(c.warn);
-    c = t.table->count(t.account.data(), key_n(999).data(), true, kNowMs, 200, t.lock);
+    c = t.table->count(t.account.data(), key_n(999).data(), outcome(true), 0, kNowMs, 200, t.lock);
     EXPECT_FALSE(c.warn) << "not again within a minute";
-    c = t.table->count(t.account.data(), key_n(998).data(), false, kNowMs,
+    c = t.table->count(t.account.data(), key_n(998).data(), outcome(false), 0, kNowMs,
                        200 + 61 * kNanosPerSecond, t.lock);
     EXPECT_TRUE(c.warn);
     EXPECT_EQ(t.table->drops(), 3u);

@@ -2,6 +2,7 @@
 // cumulative totals under "<prefix>/usage/<account><key>/<edge>"; the sum
 // over the edges is the key's usage. One range read per call.
 #include "etcd_prefix_reader.h"
+#include "store_error.h"
 #include "usage_keyspace.h"
 #include "usage_source.h"
 
@@ -29,6 +30,12 @@ public:
             if (it != out.end()) it->second.add(u);
         }
         return out;
+    }
+
+    // Not published to etcd yet (issue 29): said, never zeros.
+    void buckets(Granularity, uint32_t, uint32_t, const Id *, const Id *, const BucketSink &) override {
+        throw StoreError(StoreError::Kind::kUnavailable, "",
+                         "usage over time is not published to etcd yet");
     }
 
 private:

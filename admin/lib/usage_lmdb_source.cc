@@ -24,8 +24,9 @@ public:
     std::map<Id, KeyUsage> usage_of(const Id &account, const std::vector<Id> &keys) override {
         std::map<Id, KeyUsage> out;
         for (const Id &k : keys) out[k];
-        std::optional<MDB_dbi> dbi = usage_table();
-        if (!dbi) return out;  // no usage env yet, or made and never written
+        std::optional<Tables> t = tables();
+        if (!t) return out;  // no usage env yet, or made and never written
+        const MDB_dbi *dbi = &t->usage;
         MDB_txn *txn = begin_read(env_);
         struct Abort {
             MDB_txn *t;
@@ -45,6 +46,60 @@ public:
         return out;
     }
 
+    // The tables are in time order: one cursor walk from the first period's
+    // bucket; with an account, one seek per period to that account's
+    // buckets (a period's other accounts are never visited).
+    void buckets(Granularity g, uint32_t from, uint32_t to, const Id *account, const Id *key,
+                 const BucketSink &each) override {
+        std::optional<Tables> t = tables();
+        if (!t || from >= to) return;
+        MDB_txn *txn = begin_read(env_);
+        MDB_cursor *cur = nullptr;
+        struct Done {
+            MDB_txn *t;
+            MDB_cursor **c;
+            ~Done() {
+                if (*c != nullptr) mdb_cursor_close(*c);
+                mdb_txn_abort(t);
+            }
+        } done{txn, &cur};
+        int rc = mdb_cursor_open(txn, g == Granularity::kHour ? t->hours : t->days, &cur);
+        if (rc != 0) fail("mdb_cursor_open", rc);
+        BucketRow row;
+        for (uint32_t period = from; period < to;) {
+            unsigned char seek[KA_USAGE_BUCKET_KEY_LEN] = {};
+            size_t seek_len = 4;
+            encode_bucket_period(period, seek);
+            if (account != nullptr) {
+                std::memcpy(seek + 4, account->data(), KA_ID_LEN);
+                seek_len += KA_ID_LEN;
+                if (key != nullptr) {
+                    std::memcpy(seek + 4 + KA_ID_LEN, key->data(), KA_ID_LEN);
+                    seek_len += KA_ID_LEN;
+                }
+            }
+            MDB_val k{seek_len, seek}, v{};
+            rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+            uint32_t next = to;  // where the walk goes on
+            for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+                const std::string_view kb(static_cast<const char *>(k.mv_data), k.mv_size);
+                if (!decode_bucket_key(kb, row.period, row.account.data(), row.key.data())) continue;
+                if (row.period >= to) break;
+                if (account != nullptr &&
+                    std::memcmp(kb.data(), seek, seek_len) != 0) {  // past the account (or key)
+                    next = row.period > period ? row.period : period + 1;
+                    break;
+                }
+                // a record of a later layout is not guessed at
+                if (!decode_bucket({static_cast<const char *>(v.mv_data), v.mv_size}, row.counts)) continue;
+                each(row);
+            }
+            if (rc != 0 && rc != MDB_NOTFOUND) fail("mdb_cursor_get", rc);
+            if (account == nullptr || rc == MDB_NOTFOUND) break;  // one walk covers every account
+            period = next;
+        }
+    }
+
 private:
     [[noreturn]] void fail(const char *what, int rc) {
         throw StoreError(StoreError::Kind::kUnavailable, "",
@@ -62,14 +117,18 @@ private:
         return txn;
     }
 
-    // The env and its usage table, opened once: LMDB forbids mdb_dbi_open in
+    struct Tables {
+        MDB_dbi usage, hours, days;
+    };
+
+    // The env and its tables, opened once: LMDB forbids mdb_dbi_open in
     // concurrent transactions, and a handle opened in a transaction that is
     // aborted is closed again under the other readers (keyauthd reads from
     // several pool threads). So the first reader that finds the table opens
     // it under the lock, in a transaction it commits; later reads only use it.
-    std::optional<MDB_dbi> usage_table() {
+    std::optional<Tables> tables() {
         std::lock_guard<std::mutex> lock(mu_);
-        if (dbi_) return dbi_;
+        if (tables_) return tables_;
         if (env_ == nullptr) {
             struct stat st;
             if (::stat((path_ + "/data.mdb").c_str(), &st) != 0) return std::nullopt;
@@ -86,23 +145,27 @@ private:
             env_ = env;
         }
         MDB_txn *txn = begin_read(env_);
-        MDB_dbi dbi;
-        int rc = mdb_dbi_open(txn, KA_USAGE_DB_USAGE, 0, &dbi);
+        Tables t{};
+        int rc = mdb_dbi_open(txn, KA_USAGE_DB_USAGE, 0, &t.usage);
+        if (rc == 0) rc = mdb_dbi_open(txn, KA_USAGE_DB_HOURS, 0, &t.hours);
+        if (rc == 0) rc = mdb_dbi_open(txn, KA_USAGE_DB_DAYS, 0, &t.days);
         if (rc != 0) {
             mdb_txn_abort(txn);
-            if (rc == MDB_NOTFOUND) return std::nullopt;  // made, never written: asked again next time
+            // made, never written, or by an edge older than the buckets:
+            // asked again next time
+            if (rc == MDB_NOTFOUND) return std::nullopt;
             fail("mdb_dbi_open", rc);
         }
-        rc = mdb_txn_commit(txn);  // keeps the handle for every later transaction
+        rc = mdb_txn_commit(txn);  // keeps the handles for every later transaction
         if (rc != 0) fail("mdb_txn_commit", rc);
-        dbi_ = dbi;
-        return dbi_;
+        tables_ = t;
+        return tables_;
     }
 
     std::string path_;
     std::mutex mu_;
     MDB_env *env_ = nullptr;
-    std::optional<MDB_dbi> dbi_;  // set once, under mu_
+    std::optional<Tables> tables_;  // set once, under mu_
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 // (lastUsedAt null).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,11 +15,21 @@
 
 #include "etcd_client.h"
 #include "ids.h"
+#include "usage_bucket.h"
 #include "usage_record.h"
 
 namespace keyauth {
 
 using KeyUsage = UsageTotals;
+
+// One key's counts in one hour or day, on one edge or summed over several.
+struct BucketRow {
+    Id account{};
+    Id key{};
+    uint32_t period = 0;  // period_of(granularity, t): hours or days since the epoch
+    BucketCounts counts;
+};
+using BucketSink = std::function<void(const BucketRow &)>;
 
 class UsageSource {
 public:
@@ -26,6 +37,15 @@ public:
     // An entry for every key asked for (keys of `account`). Throws
     // StoreError kUnavailable when the source cannot be read now.
     virtual std::map<Id, KeyUsage> usage_of(const Id &account, const std::vector<Id> &keys) = 0;
+
+    // Every stored bucket of granularity g with a period in [from, to), of
+    // `account` (every account when null) and of `key` (every key of the
+    // account when null; a key needs an account). The same (account, key,
+    // period) may come more than once (once per edge): the caller adds them
+    // up. Buckets nobody wrote are not called (the caller zero-fills). Throws
+    // StoreError kUnavailable when the source cannot be read now.
+    virtual void buckets(Granularity g, uint32_t from, uint32_t to, const Id *account,
+                         const Id *key, const BucketSink &each) = 0;
 };
 
 // Reads PATH (default: the store's path + ".usage") once it exists.

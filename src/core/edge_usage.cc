@@ -11,6 +11,11 @@
 using keyauth::lock_of;
 using keyauth::RateLock;
 using keyauth::say;
+static_assert(static_cast<int>(keyauth::UsageOutcome::kAllowed) == KA_USAGE_ALLOWED &&
+                  static_cast<int>(keyauth::UsageOutcome::kRateLimited) == KA_USAGE_RATE_LIMITED &&
+                  static_cast<int>(keyauth::UsageOutcome::kQuotaExceeded) == KA_USAGE_QUOTA_EXCEEDED &&
+                  static_cast<int>(keyauth::UsageOutcome::kUnitsOnly) == KA_USAGE_UNITS_ONLY,
+              "the C and C++ outcomes agree");
 using keyauth::UsageDelta;
 using keyauth::UsageEnv;
 using keyauth::UsageTable;
@@ -39,17 +44,19 @@ size_t ka_usage_table_slots(void *mem) { return static_cast<UsageTable *>(mem)->
 
 uint64_t ka_usage_table_drops(void *mem) { return static_cast<UsageTable *>(mem)->drops(); }
 
-int ka_usage_count(void *table, const ka_auth_result_t *key, int allowed, int64_t now_ms,
-                   uint64_t now_ns, const ka_lock_t *lock) {
+int ka_usage_count(void *table, const ka_auth_result_t *key, ka_usage_outcome_e outcome,
+                   uint64_t units, int64_t now_ms, uint64_t now_ns, const ka_lock_t *lock) {
     keyauth::UsageCount c = static_cast<UsageTable *>(table)->count(
-        key->account_id_bin, key->key_id_bin, allowed != 0, now_ms, now_ns, lock_of(lock));
+        key->account_id_bin, key->key_id_bin, static_cast<keyauth::UsageOutcome>(outcome), units,
+        now_ms, now_ns, lock_of(lock));
     return c.warn;
 }
 
-ka_usage_env_t *ka_usage_env_open(const char *path, char *err, size_t err_len) {
+ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept, char *err,
+                                  size_t err_len) {
     try {
         std::string why;
-        auto env = UsageEnv::open(path, why);
+        auto env = UsageEnv::open(path, why, days_kept);
         if (!env) {
             say(err, err_len, why);
             return nullptr;
@@ -63,8 +70,8 @@ ka_usage_env_t *ka_usage_env_open(const char *path, char *err, size_t err_len) {
 
 void ka_usage_env_close(ka_usage_env_t *env) { delete env; }
 
-long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t idle_ms,
-                    const ka_lock_t *lock, char *err, size_t err_len) {
+long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t bucket_ms,
+                    int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len) {
     auto *t = static_cast<UsageTable *>(table);
     const RateLock l = lock_of(lock);
     std::vector<UsageDelta> deltas;
@@ -81,7 +88,7 @@ long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t id
                    [&deltas](const UsageDelta &d) { deltas.push_back(d); });
         if (deltas.empty()) continue;
         std::string why;
-        if (!env->env->add(deltas.data(), deltas.size(), why)) {
+        if (!env->env->add(deltas.data(), deltas.size(), bucket_ms, why)) {
             // these go back; the slots after them were not touched
             for (const UsageDelta &d : deltas) t->restore(d, l);
             say(err, err_len, why);

@@ -298,25 +298,36 @@ int ka_usage_table_attach(void *mem, size_t size);
 size_t ka_usage_table_slots(void *mem);
 uint64_t ka_usage_table_drops(void *mem);
 
-/* Counts one request of an authenticated key (allowed, or refused with
- * 429) and its last use. Atomics only; the lock only to give a new key its
- * slot. Returns 1 when the table was full and the once-a-minute warning is
- * due, else 0. */
-int ka_usage_count(void *table, const ka_auth_result_t *key, int allowed,
-    int64_t now_ms, uint64_t now_ns, const ka_lock_t *lock);
+typedef enum {
+    KA_USAGE_ALLOWED = 0,      /* let through */
+    KA_USAGE_RATE_LIMITED,     /* 429 RATE_LIMITED */
+    KA_USAGE_QUOTA_EXCEEDED,   /* 429 QUOTA_EXCEEDED */
+    KA_USAGE_UNITS_ONLY        /* units charged after the answer of a call counted before */
+} ka_usage_outcome_e;
 
-/* Opens (making it if missing) the usage environment at path. NULL on
- * failure, with err filled. */
-ka_usage_env_t *ka_usage_env_open(const char *path, char *err, size_t err_len);
+/* Counts one request of an authenticated key (its outcome, the units it
+ * was charged) and its last use. Atomics only; the lock only to give a new
+ * key its slot. Returns 1 when the table was full and the once-a-minute
+ * warning is due, else 0. */
+int ka_usage_count(void *table, const ka_auth_result_t *key,
+    ka_usage_outcome_e outcome, uint64_t units, int64_t now_ms,
+    uint64_t now_ns, const ka_lock_t *lock);
+
+/* Opens (making it if missing) the usage environment at path; day buckets
+ * are kept days_kept days. NULL on failure, with err filled. */
+ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept,
+    char *err, size_t err_len);
 void ka_usage_env_close(ka_usage_env_t *env);
 
 /* Moves every delta of the table into env (a write transaction per 4096
- * slots) and frees the slots of keys idle for idle_ms. Returns the number
- * of keys written, or -1 with err filled: then the deltas not written are
- * back in (or still in) the table. Any worker may call it at any time: a
- * delta is taken by exactly one caller. */
+ * slots), into the keys' totals and their hour and day buckets of
+ * bucket_ms, and frees the slots of keys idle for idle_ms. Returns the
+ * number of keys written, or -1 with err filled: then the deltas not
+ * written are back in (or still in) the table. Any worker may call it at
+ * any time: a delta is taken by exactly one caller. */
 long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms,
-    int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len);
+    int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
+    size_t err_len);
 
 /* CLOCK_MONOTONIC in nanoseconds: shared by all processes, never jumps. */
 uint64_t ka_monotonic_ns(void);

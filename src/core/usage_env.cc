@@ -21,6 +21,9 @@ constexpr size_t kMapSize = size_t{1} << 30;
 constexpr mode_t kDirMode = 02750;
 constexpr mode_t kDataMode = 0640;
 constexpr mode_t kLockMode = 0660;
+// Buckets aged out per collection at most: the event loop's share stays
+// small; a backlog (history shortened, a long pause) goes over a few.
+constexpr size_t kAgeOutPerCollection = 4096;
 
 std::string mdb_error(const std::string &what, int rc) {
     return what + ": " + mdb_strerror(rc);
@@ -68,6 +71,50 @@ bool create_lock_file(const std::string &dir, std::string &err) {
     return true;
 }
 
+// Adds c to the bucket at `key` of `dbi` (a record of a later layout is left
+// as it is).
+int add_bucket(MDB_txn *txn, MDB_dbi dbi, const unsigned char key[KA_USAGE_BUCKET_KEY_LEN],
+               const BucketCounts &c) {
+    MDB_val k{KA_USAGE_BUCKET_KEY_LEN, const_cast<unsigned char *>(key)}, v{};
+    BucketCounts sum;
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc == 0 &&
+        !decode_bucket(std::string_view(static_cast<const char *>(v.mv_data), v.mv_size), sum)) {
+        return 0;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) return rc;
+    sum.add(c);
+    unsigned char rec[KA_USAGE_BUCKET_SIZE];
+    encode_bucket(sum, rec);
+    v = MDB_val{sizeof(rec), rec};
+    return mdb_put(txn, dbi, &k, &v, 0);
+}
+
+// Deletes the buckets of periods before `keep_from` from the start of the
+// table (it is in time order: only old buckets are visited), at most
+// `budget` of them; returns what is left of the budget.
+int age_out(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget) {
+    MDB_cursor *cur = nullptr;
+    int rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc != 0) return rc;
+    MDB_val k{}, v{};
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0 && budget > 0) {
+        uint32_t period = 0;
+        unsigned char account[KA_ID_LEN], key[KA_ID_LEN];
+        if (decode_bucket_key(std::string_view(static_cast<const char *>(k.mv_data), k.mv_size),
+                              period, account, key) &&
+            period >= keep_from) {
+            break;
+        }
+        if ((rc = mdb_cursor_del(cur, 0)) != 0) break;
+        budget--;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);  // the oldest left
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 }  // namespace
 
 bool ensure_usage_dir(const std::string &path, std::string &err) {
@@ -84,13 +131,15 @@ UsageEnv::~UsageEnv() {
     if (env_ != nullptr) mdb_env_close(env_);
 }
 
-std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &err) {
+std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &err,
+                                         uint32_t days_kept) {
     try {
         if (!ensure_usage_dir(path, err)) return nullptr;
         struct stat st;
         const bool fresh = ::stat((path + "/data.mdb").c_str(), &st) != 0;
         if (!create_lock_file(path, err)) return nullptr;
         std::unique_ptr<UsageEnv> u(new UsageEnv());
+        u->days_kept_ = days_kept == 0 ? 1 : days_kept;
         int rc = mdb_env_create(&u->env_);
         if (rc != 0) {
             u->env_ = nullptr;
@@ -114,7 +163,9 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
             return nullptr;
         }
         if ((rc = mdb_dbi_open(txn, KA_USAGE_DB_USAGE, MDB_CREATE, &u->usage_)) != 0 ||
-            (rc = mdb_dbi_open(txn, KA_USAGE_DB_META, MDB_CREATE, &u->meta_)) != 0) {
+            (rc = mdb_dbi_open(txn, KA_USAGE_DB_META, MDB_CREATE, &u->meta_)) != 0 ||
+            (rc = mdb_dbi_open(txn, KA_USAGE_DB_HOURS, MDB_CREATE, &u->hours_)) != 0 ||
+            (rc = mdb_dbi_open(txn, KA_USAGE_DB_DAYS, MDB_CREATE, &u->days_)) != 0) {
             err = mdb_error("mdb_dbi_open", rc);
             mdb_txn_abort(txn);
             return nullptr;
@@ -134,7 +185,10 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
     }
 }
 
-bool UsageEnv::add(const UsageDelta *deltas, size_t n, std::string &err) noexcept {
+bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
+                   std::string &err) noexcept {
+    const uint32_t hour = period_of(Granularity::kHour, bucket_ms);
+    const uint32_t day = period_of(Granularity::kDay, bucket_ms);
     MDB_txn *txn = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
     if (rc == MDB_MAP_RESIZED) {  // another writer (an overlapping worker) grew it
@@ -146,6 +200,15 @@ bool UsageEnv::add(const UsageDelta *deltas, size_t n, std::string &err) noexcep
         return false;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
+        const BucketCounts c{deltas[i].allowed, deltas[i].rate_limited, deltas[i].quota_exceeded,
+                             deltas[i].units};
+        if (!c.empty()) {
+            unsigned char bkey[KA_USAGE_BUCKET_KEY_LEN];
+            encode_bucket_key(hour, deltas[i].account_id, deltas[i].key_id, bkey);
+            if ((rc = add_bucket(txn, hours_, bkey, c)) != 0) break;
+            encode_bucket_key(day, deltas[i].account_id, deltas[i].key_id, bkey);
+            if ((rc = add_bucket(txn, days_, bkey, c)) != 0) break;
+        }
         unsigned char key[KA_USAGE_KEY_LEN];
         std::memcpy(key, deltas[i].account_id, KA_ID_LEN);
         std::memcpy(key + KA_ID_LEN, deltas[i].key_id, KA_ID_LEN);
@@ -165,6 +228,9 @@ bool UsageEnv::add(const UsageDelta *deltas, size_t n, std::string &err) noexcep
         v = MDB_val{sizeof(rec), rec};
         rc = mdb_put(txn, usage_, &k, &v, 0);
     }
+    size_t budget = kAgeOutPerCollection;
+    if (rc == 0 && hour >= kHourBucketsKept) rc = age_out(txn, hours_, hour - kHourBucketsKept + 1, budget);
+    if (rc == 0 && day >= days_kept_) rc = age_out(txn, days_, day - days_kept_ + 1, budget);
     if (rc == 0) rc = mdb_txn_commit(txn);
     else mdb_txn_abort(txn);
     if (rc != 0) {

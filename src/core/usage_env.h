@@ -12,6 +12,7 @@
 #include <string>
 
 #include "keyauth_schema.h"
+#include "usage_bucket.h"
 #include "usage_table.h"
 
 namespace keyauth {
@@ -30,11 +31,16 @@ public:
     // environment (data.mdb 0640, lock.mdb 0660: the readers' group reads it
     // and takes reader slots, only the workers' user writes it) and its
     // random edge id if they are missing. Null with a reason on failure.
-    static std::unique_ptr<UsageEnv> open(const std::string &path, std::string &err);
+    // Day buckets older than `days_kept` days are aged out as hours are
+    // after kHourBucketsKept.
+    static std::unique_ptr<UsageEnv> open(const std::string &path, std::string &err,
+                                          uint32_t days_kept = kDefaultDayBucketsKept);
 
-    // Adds n deltas to their keys' totals in one write transaction. False
-    // with a reason if nothing was written (the caller gives them back).
-    bool add(const UsageDelta *deltas, size_t n, std::string &err) noexcept;
+    // Adds n deltas to their keys' totals and to their hour and day buckets
+    // of `bucket_ms` in one write transaction, and ages out a bounded number
+    // of buckets past their keeping. False with a reason if nothing was
+    // written (the caller gives them back).
+    bool add(const UsageDelta *deltas, size_t n, int64_t bucket_ms, std::string &err) noexcept;
 
     const unsigned char *edge_id() const noexcept { return edge_id_; }
 
@@ -43,6 +49,9 @@ private:
     MDB_env *env_ = nullptr;
     MDB_dbi usage_ = 0;
     MDB_dbi meta_ = 0;
+    MDB_dbi hours_ = 0;
+    MDB_dbi days_ = 0;
+    uint32_t days_kept_ = kDefaultDayBucketsKept;
     unsigned char edge_id_[KA_USAGE_EDGE_ID_LEN] = {};
 };
 

@@ -9,7 +9,7 @@
 namespace keyauth {
 namespace {
 
-constexpr uint64_t kMagic = 0x3154535548544b41ULL;  // "AKTHUST1"
+constexpr uint64_t kMagic = 0x3254535548544b41ULL;  // "AKTHUST2"
 constexpr uint64_t kWarnEveryNs = 60 * kNanosPerSecond;
 
 struct Header {
@@ -27,12 +27,13 @@ struct Slot {
     uint64_t id_lo;
     uint32_t id_hi;
     uint32_t used;
-    int64_t last_used_ms;   // atomic maximum
-    uint64_t allowed;       // deltas since the last collection: atomic add,
-    uint64_t rate_limited;  // exchanged for zero by the collector
+    int64_t last_used_ms;     // atomic maximum
+    uint64_t allowed;         // deltas since the last collection: atomic add,
+    uint64_t rate_limited;    // exchanged for zero by the collector
+    uint64_t units;
     unsigned char account_id[KA_ID_LEN];
-    uint32_t reserved[3];   // one cache line a slot: keys never share one
-};
+    uint32_t quota_exceeded;  // a collection's worth never nears 2^32
+};  // one cache line a slot: keys never share one
 
 static_assert(sizeof(Header) == UsageTable::kHeaderBytes, "header size");
 static_assert(sizeof(Slot) == UsageTable::kSlotBytes, "slot size");
@@ -45,13 +46,21 @@ Slot *find(Slot *slots, uint64_t n, const SlotId &id) {
     return shm_slots::find(slots, n, UsageTable::kProbe, id);
 }
 
-void add(Slot &s, bool allowed, uint64_t n, int64_t now_ms) {
-    // last use first: a slot used since the collector's idle check is not freed
-    int64_t cur = __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE);
-    while (now_ms > cur && !__atomic_compare_exchange_n(&s.last_used_ms, &cur, now_ms, false,
-                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+void add(Slot &s, UsageOutcome outcome, uint64_t units, int64_t now_ms) {
+    if (outcome != UsageOutcome::kUnitsOnly) {
+        // last use first: a slot used since the collector's idle check is not freed
+        int64_t cur = __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE);
+        while (now_ms > cur && !__atomic_compare_exchange_n(&s.last_used_ms, &cur, now_ms, false,
+                                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        }
     }
-    __atomic_fetch_add(allowed ? &s.allowed : &s.rate_limited, n, __ATOMIC_ACQ_REL);
+    switch (outcome) {
+    case UsageOutcome::kAllowed: __atomic_fetch_add(&s.allowed, uint64_t{1}, __ATOMIC_ACQ_REL); break;
+    case UsageOutcome::kRateLimited: __atomic_fetch_add(&s.rate_limited, uint64_t{1}, __ATOMIC_ACQ_REL); break;
+    case UsageOutcome::kQuotaExceeded: __atomic_fetch_add(&s.quota_exceeded, 1u, __ATOMIC_ACQ_REL); break;
+    case UsageOutcome::kUnitsOnly: break;
+    }
+    if (units != 0) __atomic_fetch_add(&s.units, units, __ATOMIC_ACQ_REL);
 }
 
 void ids_of(const Slot &s, UsageDelta &d) {
@@ -64,8 +73,10 @@ void ids_of(const Slot &s, UsageDelta &d) {
 bool exchange(Slot &s, UsageDelta &d) {
     d.allowed = __atomic_exchange_n(&s.allowed, uint64_t{0}, __ATOMIC_ACQ_REL);
     d.rate_limited = __atomic_exchange_n(&s.rate_limited, uint64_t{0}, __ATOMIC_ACQ_REL);
+    d.quota_exceeded = __atomic_exchange_n(&s.quota_exceeded, 0u, __ATOMIC_ACQ_REL);
+    d.units = __atomic_exchange_n(&s.units, uint64_t{0}, __ATOMIC_ACQ_REL);
     d.last_used_ms = __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE);
-    return d.allowed != 0 || d.rate_limited != 0;
+    return d.allowed != 0 || d.rate_limited != 0 || d.quota_exceeded != 0 || d.units != 0;
 }
 
 }  // namespace
@@ -85,7 +96,8 @@ uint64_t UsageTable::drops() const noexcept {
 }
 
 UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
-                             const unsigned char key_id[KA_ID_LEN], bool allowed, int64_t now_ms,
+                             const unsigned char key_id[KA_ID_LEN], UsageOutcome outcome,
+                             uint64_t units, int64_t now_ms,
                              uint64_t now_ns, const RateLock &lock) noexcept {
     Header *h = header(this);
     Slot *slots = slots_of(this);
@@ -94,7 +106,7 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
     const uint64_t start = id.start(n);
 
     if (Slot *s = find(slots, n, id)) {
-        add(*s, allowed, 1, now_ms);
+        add(*s, outcome, units, now_ms);
         return UsageCount{true, false};
     }
 
@@ -106,6 +118,8 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
         // a free slot holds no delta: the collector took them when it freed it
         __atomic_store_n(&c.allowed, uint64_t{0}, __ATOMIC_RELEASE);
         __atomic_store_n(&c.rate_limited, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.quota_exceeded, 0u, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.units, uint64_t{0}, __ATOMIC_RELEASE);
         __atomic_store_n(&c.last_used_ms, int64_t{0}, __ATOMIC_RELEASE);
         std::memcpy(c.account_id, account_id, KA_ID_LEN);
         __atomic_store_n(&c.id_lo, id.lo, __ATOMIC_RELEASE);
@@ -116,7 +130,7 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
     lock.unlock(lock.data);
 
     if (s != nullptr) {
-        add(*s, allowed, 1, now_ms);
+        add(*s, outcome, units, now_ms);
         return UsageCount{true, false};
     }
     __atomic_fetch_add(&h->drops, uint64_t{1}, __ATOMIC_RELAXED);
@@ -168,10 +182,13 @@ void UsageTable::restore(const UsageDelta &d, const RateLock &lock) noexcept {
     Slot *s = find(slots, h->slots, SlotId::of(d.key_id));
     if (s != nullptr) {
         __atomic_fetch_add(&s->allowed, d.allowed, __ATOMIC_ACQ_REL);
-        __atomic_fetch_add(&s->rate_limited, d.rate_limited,
+        __atomic_fetch_add(&s->rate_limited, d.rate_limited, __ATOMIC_ACQ_REL);
+        __atomic_fetch_add(&s->quota_exceeded, static_cast<uint32_t>(d.quota_exceeded),
                            __ATOMIC_ACQ_REL);
+        __atomic_fetch_add(&s->units, d.units, __ATOMIC_ACQ_REL);
     } else {
-        __atomic_fetch_add(&h->drops, d.allowed + d.rate_limited, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->drops, d.allowed + d.rate_limited + d.quota_exceeded,
+                           __ATOMIC_RELAXED);
     }
     lock.unlock(lock.data);
 }

@@ -26,6 +26,16 @@ struct UsageDelta {
     uint64_t allowed;
     uint64_t rate_limited;
     int64_t last_used_ms;
+    uint64_t quota_exceeded;  // refused with 429 QUOTA_EXCEEDED
+    uint64_t units;           // units charged
+};
+
+// What one request adds to its key's slot.
+enum class UsageOutcome : uint8_t {
+    kAllowed,        // let through
+    kRateLimited,    // 429 RATE_LIMITED
+    kQuotaExceeded,  // 429 QUOTA_EXCEEDED
+    kUnitsOnly,      // units an admitted call was charged after its answer
 };
 
 struct UsageCount {
@@ -45,9 +55,11 @@ public:
     size_t slots() const noexcept;
     uint64_t drops() const noexcept;
 
-    // The request path: one request of the key, allowed or refused (429).
+    // The request path: one request of the key (or, kUnitsOnly, the units of
+    // one counted before) and the units it was charged.
     UsageCount count(const unsigned char account_id[KA_ID_LEN],
-                     const unsigned char key_id[KA_ID_LEN], bool allowed, int64_t now_ms,
+                     const unsigned char key_id[KA_ID_LEN], UsageOutcome outcome, uint64_t units,
+                     int64_t now_ms,
                      uint64_t now_ns, const RateLock &lock) noexcept;
 
     // Off the request path: calls sink(delta) for every slot in [from, to)
