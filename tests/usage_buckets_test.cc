@@ -174,6 +174,33 @@ TEST(UsageBucket, OldBucketsAgeOut) {
     EXPECT_GT(std::get<2>(hours.begin()->first), last_hour - kHourBucketsKept);
 }
 
+// A collection that finds the map full doubles it and writes again: nothing
+// is refused, nothing is lost (the env starts at 1 GiB; buckets add up).
+TEST(UsageBucket, AFullMapGrows) {
+    TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    std::string err;
+    auto env = UsageEnv::open(path, err, 400, 64 * 1024);
+    ASSERT_TRUE(env) << err;
+    const Id a = id_of(1);
+    std::vector<UsageDelta> d;
+    for (int batch = 0; batch < 40; batch++) {
+        d.clear();
+        for (int i = 0; i < 100; i++) {
+            Id k{};
+            k[0] = static_cast<unsigned char>(batch);
+            k[1] = static_cast<unsigned char>(i);
+            d.push_back(delta(a, k, {1, 0, 0, 2}));
+        }
+        ASSERT_TRUE(env->add(d.data(), d.size(), kNine, err)) << "batch " << batch << ": " << err;
+    }
+    auto src = make_lmdb_usage_source(path);
+    const uint32_t day = period_of(Granularity::kDay, kNine);
+    Found days = read(*src, Granularity::kDay, day, day + 1, &a);
+    ASSERT_EQ(days.size(), 4000u);
+    for (const auto &[where, counts] : days) EXPECT_EQ(counts, (BucketCounts{1, 0, 0, 2}));
+}
+
 // A usage env that has never been written (or none at all) reads as no
 // buckets, never as an error.
 TEST(UsageBucket, NoEnvReadsAsNothing) {

@@ -13,8 +13,10 @@
 namespace keyauth {
 namespace {
 
-// Sparse; ~100 bytes a key with LMDB's overhead: room for millions of keys.
-constexpr size_t kMapSize = size_t{1} << 30;
+// The map starts at kDefaultMapBytes: sparse, ~100 bytes a key's totals or
+// bucket with LMDB's overhead. A full map is doubled, up to kMaxMapSize.
+constexpr size_t kMaxMapSize = size_t{1} << 40;
+constexpr int kMaxGrowths = 2;  // per collection: a collection adds little
 // As the key store's (admin/lib/lmdb_backend.h), with the roles swapped: the
 // workers' user writes; the group (keyauthd's, keyauth-syncd's) reads data.mdb
 // and takes reader slots in lock.mdb, which it cannot create in 2750.
@@ -132,7 +134,7 @@ UsageEnv::~UsageEnv() {
 }
 
 std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &err,
-                                         uint32_t days_kept) {
+                                         uint32_t days_kept, size_t map_bytes) {
     try {
         if (!ensure_usage_dir(path, err)) return nullptr;
         struct stat st;
@@ -147,7 +149,7 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
             return nullptr;
         }
         mdb_env_set_maxdbs(u->env_, KA_USAGE_DB_COUNT);
-        mdb_env_set_mapsize(u->env_, kMapSize);
+        mdb_env_set_mapsize(u->env_, map_bytes);
         rc = mdb_env_open(u->env_, path.c_str(), MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOTLS, kDataMode);
         if (rc != 0) {
             err = mdb_error("mdb_env_open(\"" + path + "\")", rc);
@@ -187,6 +189,23 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
 
 bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
                    std::string &err) noexcept {
+    int rc = write(deltas, n, bucket_ms);
+    // a full map is doubled and the same write made again (the aborted one
+    // wrote nothing); the file stays sparse, so only what is used takes disk
+    for (int grown = 0; rc == MDB_MAP_FULL && grown < kMaxGrowths; grown++) {
+        MDB_envinfo info;
+        if (mdb_env_info(env_, &info) != 0 || info.me_mapsize >= kMaxMapSize) break;
+        if (mdb_env_set_mapsize(env_, info.me_mapsize * 2) != 0) break;
+        rc = write(deltas, n, bucket_ms);
+    }
+    if (rc != 0) {
+        err = mdb_strerror(rc);
+        return false;
+    }
+    return true;
+}
+
+int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexcept {
     const uint32_t hour = period_of(Granularity::kHour, bucket_ms);
     const uint32_t day = period_of(Granularity::kDay, bucket_ms);
     MDB_txn *txn = nullptr;
@@ -195,10 +214,7 @@ bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
         mdb_env_set_mapsize(env_, 0);
         rc = mdb_txn_begin(env_, nullptr, 0, &txn);
     }
-    if (rc != 0) {
-        err = mdb_strerror(rc);
-        return false;
-    }
+    if (rc != 0) return rc;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const BucketCounts c{deltas[i].allowed, deltas[i].rate_limited, deltas[i].quota_exceeded,
                              deltas[i].units};
@@ -231,13 +247,9 @@ bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
     size_t budget = kAgeOutPerCollection;
     if (rc == 0 && hour >= kHourBucketsKept) rc = age_out(txn, hours_, hour - kHourBucketsKept + 1, budget);
     if (rc == 0 && day >= days_kept_) rc = age_out(txn, days_, day - days_kept_ + 1, budget);
-    if (rc == 0) rc = mdb_txn_commit(txn);
-    else mdb_txn_abort(txn);
-    if (rc != 0) {
-        err = mdb_strerror(rc);
-        return false;
-    }
-    return true;
+    if (rc == 0) return mdb_txn_commit(txn);
+    mdb_txn_abort(txn);
+    return rc;
 }
 
 }  // namespace keyauth

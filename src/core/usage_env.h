@@ -33,8 +33,11 @@ public:
     // random edge id if they are missing. Null with a reason on failure.
     // Day buckets older than `days_kept` days are aged out as hours are
     // after kHourBucketsKept.
+    // `map_bytes`: the map to start with (a full one is doubled).
     static std::unique_ptr<UsageEnv> open(const std::string &path, std::string &err,
-                                          uint32_t days_kept = kDefaultDayBucketsKept);
+                                          uint32_t days_kept = kDefaultDayBucketsKept,
+                                          size_t map_bytes = kDefaultMapBytes);
+    static constexpr size_t kDefaultMapBytes = size_t{1} << 30;
 
     // Adds n deltas to their keys' totals and to their hour and day buckets
     // of `bucket_ms` in one write transaction, and ages out a bounded number
@@ -46,6 +49,8 @@ public:
 
 private:
     UsageEnv() = default;
+    // One write transaction of add(); an LMDB return code.
+    int write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexcept;
     MDB_env *env_ = nullptr;
     MDB_dbi usage_ = 0;
     MDB_dbi meta_ = 0;
