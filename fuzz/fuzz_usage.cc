@@ -1,5 +1,6 @@
 // Usage as etcd (anyone who can write under the prefix) or a usage env of
-// another build may hold it: usage keys and usage records, through the
+// another build may hold it: usage keys and usage records, bucket keys and
+// bucket records, through the
 // parsers keyauthd's UsageSource uses. Never a crash; a key that parses is
 // exactly the key etcd_usage_key makes for it, and a record that decodes
 // encodes back to the same fields and bytes (the reserved ones aside).
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "usage_bucket.h"
 #include "usage_keyspace.h"
 #include "usage_record.h"
 
@@ -38,6 +40,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         UsageTotals back;
         if (!decode_usage_record({reinterpret_cast<char *>(rec), sizeof(rec)}, back) || back != t) __builtin_trap();
         if (std::memcmp(rec + 8, in.data() + 8, KA_USAGE_RECORD_SIZE - 8) != 0) __builtin_trap();
+    }
+    // hour and day buckets: the LMDB key and the record
+    BucketCounts c;
+    if (decode_bucket(in, c)) {
+        unsigned char rec[KA_USAGE_BUCKET_SIZE];
+        encode_bucket(c, rec);
+        if (std::memcmp(rec + 8, in.data() + 8, KA_USAGE_BUCKET_SIZE - 8) != 0) __builtin_trap();
+    }
+    uint32_t period = 0;
+    unsigned char acc[KA_ID_LEN], key[KA_ID_LEN];
+    if (decode_bucket_key(in, period, acc, key)) {
+        unsigned char back[KA_USAGE_BUCKET_KEY_LEN];
+        encode_bucket_key(period, acc, key, back);
+        if (std::memcmp(back, in.data(), sizeof(back)) != 0) __builtin_trap();
     }
     return 0;
 }
