@@ -48,3 +48,18 @@ TEST(QueryParam, AMalformedEscapeIsBad) {
 
 }  // namespace
 }  // namespace keyauth
+
+// Every pair, decoded and in order, repeats kept: GET /v1/usage refuses
+// unknown and repeated parameters rather than ignoring them.
+TEST(Url, QueryParamsKeepsEveryPair) {
+    std::vector<std::pair<std::string, std::string>> p;
+    ASSERT_TRUE(keyauth::query_params("a=1&b=x%2By&a=2&flag&c=", p));
+    ASSERT_EQ(p.size(), 5u);
+    EXPECT_EQ(p[1], (std::pair<std::string, std::string>("b", "x+y")));
+    EXPECT_EQ(p[2].second, "2");
+    EXPECT_EQ(p[3], (std::pair<std::string, std::string>("flag", "")));
+    EXPECT_TRUE(keyauth::query_params("", p));
+    EXPECT_TRUE(p.empty());
+    EXPECT_FALSE(keyauth::query_params("a=%zz", p));
+    EXPECT_FALSE(keyauth::query_params("%00=1", p));
+}

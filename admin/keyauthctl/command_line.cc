@@ -65,6 +65,15 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
   audit list [--account ACC_ID] [--limit N] [--cursor EVT_ID]
         who changed what, newest first: one account's trail, or every event;
         --limit 1 to 1000 (default 100)
+  usage report [--account ACC_ID] [--key KEY_ID] --from DATE --to DATE --by day|month
+               [--format csv|json]
+        what each account used (or one key), per UTC day or calendar month,
+        from --from to --to inclusive (dates, YYYY-MM-DD, at most 400 days):
+        allowed, rate-limited and quota-exceeded calls and units charged, with
+        the account's plan. Every account with any use is a row per period
+        (and --account's even without). CSV (the default; --json: JSON) is
+        RFC 4180 with a header row, CRLF, UTF-8; a name that a spreadsheet
+        would take for a formula starts with an apostrophe
   plans import FILE.json
         validate a whole catalog and replace the current one atomically; a
         bad file exits 2 and writes nothing
@@ -195,6 +204,16 @@ const std::vector<Command> kCommands = {
     {"key", "roll", {"KEY_ID"}, {{"account", false, false}, {"grace-seconds", false, false}}, true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
     {"audit", "list", {}, {{"account", false, false}, {"limit", false, false}, {"cursor", false, false}}, true},
+    {"usage",
+     "report",
+     {},
+     {{"account", false, false},
+      {"key", false, false},
+      {"from", true, false},
+      {"to", true, false},
+      {"by", true, false},
+      {"format", false, false}},
+     true},
     {"plans", "import", {"FILE"}, {}, true},
     {"plans", "list", {}, {}, true},
     {"plans", "show", {"PLAN_ID"}, {}, true},

@@ -109,6 +109,7 @@ int run(keyauth::Store &store, const Args &a) {
     if (group == "plans") return run_plans(store, a);
     if (group == "fx") return run_fx(store, a);
     if (group == "audit") return run_audit(store, a);
+    if (group == "usage") return run_usage(store, a);
     return run_key(store, a);
 }
 

@@ -3,6 +3,7 @@
 
 #include "command_line.h"
 #include "store.h"
+#include "usage_source.h"
 
 namespace keyauthctl {
 
@@ -11,10 +12,13 @@ int run_key(keyauth::Store &store, const Args &a);
 int run_plans(keyauth::Store &store, const Args &a);
 int run_fx(keyauth::Store &store, const Args &a);
 int run_audit(keyauth::Store &store, const Args &a);
+int run_usage(keyauth::Store &store, const Args &a);
+// Where usage report reads the edges' buckets (main sets it; none: zeros).
+void set_usage_source(std::unique_ptr<keyauth::UsageSource> source);
 int run_init(const std::string &db, const Args &a);
 // init on etcd: nothing to create; checks that the cluster answers.
 int run_init_etcd(keyauth::Store &store, const std::string &endpoints, const Args &a);
-// account, key, audit, plans and fx commands.
+// account, key, audit, usage, plans and fx commands.
 int run(keyauth::Store &store, const Args &a);
 // Before anything opens (and so creates) the store; exit 1 on a failure.
 int run_doctor(const std::string &db, const Args &a);

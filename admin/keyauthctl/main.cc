@@ -54,6 +54,7 @@ int main(int argc, char **argv) {
             quota_etcd.cert_file = eo.cert_file;
             quota_etcd.key_file = eo.key_file;
             set_quota_usage(keyauth::make_quota_usage_source("", quota_etcd, eo.prefix));
+            set_usage_source(keyauth::make_usage_source("", quota_etcd, eo.prefix));
             if (group == "init") return run_init_etcd(store, etcd, a);
             return run(store, a);
         }
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
         }
         keyauth::Store store(db, map_size);
         set_quota_usage(keyauth::make_quota_usage_source(db, {}));
+        set_usage_source(keyauth::make_usage_source(db, {}, ""));
         if (group == "init") return run_init(db, a);
         return run(store, a);
     } catch (const UsageError &e) {

@@ -12,6 +12,7 @@
 #include "quota_json.h"
 #include "rfc3339.h"
 #include "strict_json.h"
+#include "usage_api.h"
 
 namespace keyauth {
 namespace {
@@ -21,6 +22,7 @@ using nlohmann::json;
 const std::string kKeysPath = "/v1/keys";
 const std::string kAuditPath = "/v1/audit";
 const std::string kAccountPath = "/v1/account";
+const std::string kUsagePath = "/v1/usage";
 
 HttpResponse json_response(int status, const json &body) { return keyauth::json_response(status, body.dump()); }
 
@@ -246,7 +248,7 @@ HttpResponse key_not_found() { return json_error(404, "KEY_NOT_FOUND", "No such 
 
 HttpResponse ConsoleApi::route(const HttpRequest &req) {
     std::string id, action;
-    enum class Route { kKeys, kKey, kRevoke, kRoll, kAudit, kAccount } route;
+    enum class Route { kKeys, kKey, kRevoke, kRoll, kAudit, kAccount, kUsage } route;
     const char *allow = nullptr;
     if (req.path == kKeysPath) {
         route = Route::kKeys;
@@ -256,6 +258,9 @@ HttpResponse ConsoleApi::route(const HttpRequest &req) {
         allow = "GET";
     } else if (req.path == kAccountPath) {
         route = Route::kAccount;
+        allow = "GET";
+    } else if (req.path == kUsagePath) {
+        route = Route::kUsage;
         allow = "GET";
     } else if (!split_key_path(req.path, id, action)) {
         return json_error(404, "NOT_FOUND", "No such endpoint");
@@ -285,6 +290,7 @@ HttpResponse ConsoleApi::route(const HttpRequest &req) {
     case Route::kRoll: res = roll_key(*account, actor, id, req); break;
     case Route::kAudit: res = list_audit(*account, req); break;
     case Route::kAccount: res = get_account(*account); break;
+    case Route::kUsage: res = usage_answer(store_, usage_, *account, req); break;
     }
     res.account = id_to_string(kAccountIdPrefix, *account);
     return res;

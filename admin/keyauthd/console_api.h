@@ -1,4 +1,4 @@
-// The developer console's API (/v1/keys, /v1/audit), independent of the
+// The developer console's API (/v1/keys, /v1/audit, /v1/account, /v1/usage), independent of the
 // HTTP server that carries it: keyauthd maps each request to a HttpRequest
 // and writes the HttpResponse back, and the unit tests call it directly.
 #pragma once

@@ -23,6 +23,9 @@ struct HttpRequest {
     bool has_limit = false;
     std::string query_cursor;
     bool has_cursor = false;
+    // The whole query string (after '?'), undecoded: GET /v1/usage reads
+    // its parameters from it (url.h query_params) and refuses unknown ones.
+    std::string query;
     std::string authorization;  // Authorization header value
     bool has_authorization = false;
     std::string content_type;

@@ -332,6 +332,7 @@ private:
         if (limit == QueryParam::kBad || cursor == QueryParam::kBad) {
             return json_error(400, "BAD_REQUEST", "The query has a malformed %-escape");
         }
+        in.query = std::string(query);
         in.has_limit = limit == QueryParam::kFound;
         in.has_cursor = cursor == QueryParam::kFound;
         auto auth = req.find(http::field::authorization);

@@ -5,6 +5,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace keyauth {
 
@@ -17,5 +19,9 @@ enum class QueryParam { kAbsent, kFound, kBad };
 // The value of the first `name=value` pair of `query` (the part after '?'),
 // decoded. A pair without '=' has an empty value. kBad if it cannot be decoded.
 QueryParam query_param(std::string_view query, std::string_view name, std::string &value);
+
+// Every `name=value` pair of `query`, decoded, in order (repeats kept, so
+// that a caller can refuse them); false if one cannot be decoded.
+bool query_params(std::string_view query, std::vector<std::pair<std::string, std::string>> &out);
 
 }  // namespace keyauth

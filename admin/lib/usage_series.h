@@ -1,0 +1,52 @@
+// Usage over time as its readers show it (GET /v1/usage, keyauthctl usage
+// report): a range of whole UTC hours or days, the edges' buckets summed
+// into a zero-filled series, and the four counts' JSON names.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "usage_bucket.h"
+#include "usage_source.h"
+
+namespace keyauth {
+
+// Periods [from, to) of one granularity.
+struct UsageRange {
+    Granularity granularity = Granularity::kDay;
+    uint32_t from = 0;
+    uint32_t to = 0;
+    size_t size() const { return to > from ? to - from : 0; }
+};
+
+// The widest range one read may ask for: the hours kept (7 days) and the
+// days kept by default (400).
+uint32_t max_buckets(Granularity g);
+
+// "hour" / "day".
+const char *granularity_name(Granularity g);
+std::optional<Granularity> parse_granularity(std::string_view text);
+
+// An instant as the API and the CLI take it: RFC 3339 (Z or an offset) or a
+// UTC date, YYYY-MM-DD (its 00:00). Nullopt for anything else.
+std::optional<int64_t> parse_usage_instant(std::string_view text);
+
+// The period holding `ms`, and the first period that starts at or after it.
+uint32_t period_floor(Granularity g, int64_t ms);
+uint32_t period_ceil(Granularity g, int64_t ms);
+
+// The range's series: one BucketCounts per period, in order, zeros where no
+// edge counted anything; the buckets of `account` (all when null) and `key`
+// (all of the account's when null), every edge's added up.
+std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
+                                       const Id *key);
+
+// {"allowed","rateLimited","quotaExceeded","units"}
+nlohmann::json counts_json(const BucketCounts &c);
+
+}  // namespace keyauth
