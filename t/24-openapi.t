@@ -10,7 +10,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP qw(decode_json encode_json);
-use KeyauthTest qw(http_request);
+use KeyauthTest qw(http_request wait_until);
 
 my $root = KeyauthTest::root();
 my $tools = "$root/tools/openapi";
@@ -29,7 +29,7 @@ my $key = $t->key(account => $acc->{id}, rate => 600);
 my $slow = $t->key(account => $acc->{id}, rate => 1);
 my $other = $t->key(account => $acc->{id}, scopes => ['tools:run']);
 $t->start_keyauthd;
-$t->start_nginx(http => "keyauth_zone keys:1m;\n" . $t->console_http,
+$t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;\n" . $t->console_http,
                 locations => $t->console_locations . <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
         location /api/plans { keyauth off; keyauth_plans; }
@@ -111,6 +111,18 @@ $t->ctl('account', 'set-plan', $acc->{id}, 'enterprise-100k');
 console(GET => '/v1/account');
 console(POST => '/v1/account', {});
 ask(GET => '/v1/account');
+# issue 29: usage over time (the calls above are in the current hour and day)
+ok wait_until(sub { (decode_json(console(GET => '/v1/usage?granularity=hour')->{body})->{totals}{allowed} // 0) > 0 },
+              30, 'the collector to store the calls'), 'GET /v1/usage: the calls above counted';
+console(GET => '/v1/usage');
+console(GET => '/v1/usage?granularity=day&from=2026-11-01&to=2026-12-01');
+console(GET => "/v1/usage?granularity=hour&keyId=$key->{id}");
+console(GET => '/v1/usage?granularity=week');
+console(GET => '/v1/usage?granularity=hour&from=2026-11-01&to=2026-11-30');
+console(GET => '/v1/usage?from=2026-11-01&from=2026-11-02');
+console(GET => '/v1/usage?keyId=key_000000000000000000000000');
+console(POST => '/v1/usage', {});
+ask(GET => '/v1/usage');
 
 my $file = $t->dir . '/exchanges.jsonl';
 sub validate {
@@ -128,10 +140,15 @@ subtest 'the validator fails on answers that break the description' => sub {
     my %secret = (%$ok, body => do { my $b = decode_json($ok->{body}); $b->{secret} = 'ka_x'; encode_json($b) });
     my %status = (%$ok, status => 418);
     my %path = (%$ok, path => '/v1/nothing');
+    my ($u) = grep { $_->{path} =~ m{^/v1/usage} && $_->{status} == 200 } @seen;
+    my %usage = (%$u, body => do { my $b = decode_json($u->{body}); delete $b->{series}[0]{units}; encode_json($b) });
+    my %extra = (%$u, body => do { my $b = decode_json($u->{body}); $b->{totals}{start} = $b->{from}; encode_json($b) });
     for ([\%broken, qr/must have required property 'usage'/, 'a key without usage'],
          [\%secret, qr/unevaluated/, 'a secret in a key read back'],
          [\%status, qr/status not documented/, 'an undocumented status'],
-         [\%path, qr/no such operation/, 'a path the spec does not know']) {
+         [\%path, qr/no such operation/, 'a path the spec does not know'],
+         [\%usage, qr/must have required property 'units'/, 'a usage series entry without units'],
+         [\%extra, qr/unevaluated/, 'usage totals with a start']) {
         my ($rc, $out) = validate(@seen, $_->[0]);
         is $rc, 1, "$_->[2]: refused";
         like $out, $_->[1], '... saying why';
