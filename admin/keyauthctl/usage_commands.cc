@@ -14,6 +14,7 @@ namespace keyauthctl {
 
 using keyauth::BucketCounts;
 using keyauth::Granularity;
+using keyauth::csv_field;
 using keyauth::Id;
 using nlohmann::json;
 
@@ -29,25 +30,9 @@ uint32_t day_arg(const Args &a, const char *name) {
     return keyauth::period_of(Granularity::kDay, *ms);
 }
 
-// "2026-11-20" or "2026-11" of a day number.
-std::string period_label(uint32_t day, bool by_month) {
-    return keyauth::format_time(keyauth::period_start_ms(Granularity::kDay, day)).substr(0, by_month ? 7 : 10);
-}
-
-// RFC 4180: a field with a comma, a quote or a line break is quoted, its
-// quotes doubled. A stored name that a spreadsheet would run as a formula
-// (=, +, -, @, tab, CR first) gets a leading apostrophe.
-std::string csv_field(const std::string &s, bool text) {
-    std::string v = s;
-    if (text && !v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r'))
-        v.insert(v.begin(), '\'');
-    if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-    std::string q = "\"";
-    for (char c : v) {
-        if (c == '"') q += '"';
-        q += c;
-    }
-    return q + "\"";
+// "2026-11-20" of a day number.
+std::string day_label(uint32_t day) {
+    return keyauth::format_time(keyauth::period_start_ms(Granularity::kDay, day)).substr(0, 10);
 }
 
 struct Subject {
@@ -89,6 +74,7 @@ int run_usage(keyauth::Store &store, const Args &a) {
     if (usage_source) {
         usage_source->buckets(Granularity::kDay, range.from, range.to, account ? &*account : nullptr,
                               key ? &*key : nullptr, [&](const keyauth::BucketRow &row) {
+                                  if (row.period < range.from || row.period >= range.to) return;
                                   auto &series = days[row.account];
                                   series.resize(range.size());
                                   series[row.period - range.from].add(row.counts);
@@ -109,14 +95,7 @@ int run_usage(keyauth::Store &store, const Args &a) {
         const std::string acc_name = on_plan ? on_plan->account.record.name : "";
         const std::string plan_id = on_plan && on_plan->plan ? on_plan->plan->id : "";
         const std::string plan_name = on_plan && on_plan->plan ? on_plan->plan->name : "";
-        // consecutive days of one label (a day, or a month) add up
-        std::vector<std::pair<std::string, BucketCounts>> periods;
-        for (uint32_t d = range.from; d < range.to; d++) {
-            const std::string label = period_label(d, by_month);
-            if (periods.empty() || periods.back().first != label) periods.emplace_back(label, BucketCounts{});
-            periods.back().second.add(series[d - range.from]);
-        }
-        for (const auto &[label, c] : periods) {
+        for (const auto &[label, c] : keyauth::usage_periods(range.from, series, by_month)) {
             json row{{"period", label},     {"accountId", acc_text}, {"accountName", acc_name},
                      {"planId", plan_id.empty() ? json(nullptr) : json(plan_id)},
                      {"planName", plan_name.empty() ? json(nullptr) : json(plan_name)}};
@@ -134,7 +113,7 @@ int run_usage(keyauth::Store &store, const Args &a) {
         }
     }
     if (format == "json") {
-        print(true, json{{"from", period_label(from, false)}, {"to", period_label(last, false)}, {"by", by},
+        print(true, json{{"from", day_label(from)}, {"to", day_label(last)}, {"by", by},
                          {"rows", rows}},
               "");
     } else {

@@ -54,4 +54,29 @@ nlohmann::json counts_json(const BucketCounts &c) {
             {"units", c.units}};
 }
 
+std::vector<UsagePeriod> usage_periods(uint32_t from_day, const std::vector<BucketCounts> &days, bool by_month) {
+    std::vector<UsagePeriod> periods;
+    for (size_t i = 0; i < days.size(); i++) {
+        const int64_t ms = period_start_ms(Granularity::kDay, from_day + static_cast<uint32_t>(i));
+        std::string label = format_time(ms).substr(0, by_month ? 7 : 10);
+        if (periods.empty() || periods.back().label != label) periods.push_back({std::move(label), {}});
+        periods.back().counts.add(days[i]);
+    }
+    return periods;
+}
+
+std::string csv_field(std::string_view value, bool text) {
+    std::string v(value);
+    if (text && !v.empty() &&
+        (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r'))
+        v.insert(v.begin(), '\'');
+    if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+    std::string quoted = "\"";
+    for (char c : v) {
+        if (c == '"') quoted += '"';
+        quoted += c;
+    }
+    return quoted + "\"";
+}
+
 }  // namespace keyauth
