@@ -143,6 +143,34 @@ deps:
 	@[ -x $(OPENAPI_TOOLS)/node_modules/.bin/redocly ] || { \
 	  echo "make deps: npm ci in $(OPENAPI_TOOLS)"; \
 	  cd $(OPENAPI_TOOLS) && npm ci --no-audit --no-fund --loglevel=error >/dev/null; }
+	@[ $(CONSOLE_TOOLS)/node_modules/.package-lock.json -nt $(CONSOLE_TOOLS)/package-lock.json ] || { \
+	  echo "make deps: npm ci in $(CONSOLE_TOOLS)"; \
+	  cd $(CONSOLE_TOOLS) && npm ci --no-audit --no-fund --loglevel=error >/dev/null; }
+
+# The developer console page as it is served (make run, the tests, the
+# package): console/ plus uPlot (the usage charts) and its license, copied
+# from tools/console/node_modules, which make deps fills with npm ci (pinned
+# by tools/console/package-lock.json). A plain make never installs: without
+# node_modules it stops and says so. No CDN: the page loads its own copy.
+CONSOLE_TOOLS := tools/console
+UPLOT         := $(CONSOLE_TOOLS)/node_modules/uplot
+CONSOLE_OUT   := $(BUILD)/console
+CONSOLE_FILES := $(addprefix $(CONSOLE_OUT)/,$(notdir $(wildcard console/*)) \
+                   uPlot.iife.min.js uPlot.min.css uPlot.LICENSE.txt)
+
+.PHONY: console
+all: console
+e2e-asan: console
+console: $(CONSOLE_FILES)
+
+$(CONSOLE_OUT)/%: console/%
+	@mkdir -p $(@D) && cp $< $@
+$(CONSOLE_OUT)/uPlot.%: $(UPLOT)/dist/uPlot.%
+	@mkdir -p $(@D) && cp $< $@
+$(CONSOLE_OUT)/uPlot.LICENSE.txt: $(UPLOT)/LICENSE
+	@mkdir -p $(@D) && cp $< $@
+$(UPLOT)/dist/uPlot.iife.min.js $(UPLOT)/dist/uPlot.min.css $(UPLOT)/LICENSE:
+	@echo "make: $@ is missing: run 'make deps' (npm ci in $(CONSOLE_TOOLS)), then make again" >&2; exit 1
 
 # The benchmark's peers and tools on top: valgrind for callgrind, and the
 # Lua module for the Kong-style peer (loaded only by the bench's own nginx).
@@ -340,13 +368,15 @@ bench-shared: deps
 	@bench/shared-limits.pl
 
 # The packages, from the tracked files (a clean tree, whatever build/
-# holds), with dpkg-buildpackage; lintian must find no error and no warning
+# holds; and uPlot from tools/console/node_modules, as no npm runs in the
+# build), with dpkg-buildpackage; lintian must find no error and no warning
 # that debian/*.lintian-overrides does not explain.
 DEB_DIR := $(BUILD)/deb
 
 deb: deps
 	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/keyauth
 	@git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/src/keyauth
+	@mkdir -p $(DEB_DIR)/src/keyauth/$(dir $(UPLOT)) && cp -a $(UPLOT) $(DEB_DIR)/src/keyauth/$(UPLOT)
 	@echo "make deb: dpkg-buildpackage (log: $(DEB_DIR)/build.log)"
 	@cd $(DEB_DIR)/src/keyauth && dpkg-buildpackage -b --no-sign -j2 > $(CURDIR)/$(DEB_DIR)/build.log 2>&1 \
 	  || { tail -40 $(CURDIR)/$(DEB_DIR)/build.log; exit 1; }

@@ -1,4 +1,5 @@
-# The developer console page (console/, served as nginx_conf/console_page.conf
+# The developer console page (console/ as make builds it into build/console/,
+# served as nginx_conf/console_page.conf
 # says) in real headless Chromium: sign in with a console token (kept in
 # sessionStorage only), the plan catalog with USD prices, create a key (the
 # secret shown once with its warning) that works at the edge, revoke it with
@@ -21,6 +22,7 @@ plan skip_all => 'chromium, chromium-driver or python3-selenium missing (make de
         && system('/usr/bin/python3', '-c', 'import selenium') == 0;
 
 my $root = KeyauthTest::root();
+my $page = KeyauthTest::console_dir();
 my $t = KeyauthTest->new;
 my $acc = $t->account(entitlement => 600);
 my $other = $t->account(name => 'another account', entitlement => 600);
@@ -29,7 +31,7 @@ $t->start_nginx(http => "keyauth_zone keys:1m;\n" . $t->console_http, locations 
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
         location /api/plans { keyauth off; keyauth_plans; }
         location /console/ {
-            alias $root/console/;
+            alias $page/;
             include $root/nginx_conf/console_page.conf;
         }
         location = /console { keyauth off; return 301 /console/; }

@@ -117,6 +117,9 @@ sub wait_until {
 }
 sub module_path { "$BUILD/ngx_http_keyauth_module.so" }
 sub build_dir { $BUILD }
+# The console page as make builds it (console/ plus uPlot): one for every
+# build of the programs (make's console target, part of all).
+sub console_dir { "$ROOT/build/console" }
 
 # Runs code with the environment nginx needs for the module being tested.
 # start_nginx(faketime => '@2026-11-30 23:59:54'): nginx's wall clock starts
