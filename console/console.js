@@ -1,7 +1,8 @@
 // The developer console page: plain JavaScript over the documented API
 // (docs/openapi.yaml) and nothing else. The console token lives in this
 // tab's sessionStorage only; every text from the API goes into the page as
-// text (textContent), never as markup.
+// text (textContent), never as markup. The usage charts are drawn by uPlot
+// (uPlot.iife.min.js beside this file: make copies it from npm, no CDN).
 'use strict';
 
 const TOKEN = 'keyauthConsoleToken';
@@ -125,6 +126,7 @@ async function loadKeys() {
     rows.appendChild(tr);
   }
   setNext('keys-next', page.nextCursor);
+  noteKeys(page.keys);
 }
 
 async function loadAudit() {
@@ -162,6 +164,233 @@ async function loadPlans() {
     }
   } catch (e) {
     $('fx').textContent = 'unavailable (' + e.message + ')';
+  }
+}
+
+// ---- Usage over time: GET /v1/usage (the last 30 UTC days, the last 48 UTC
+// hours: the API's default ranges) of the account or of one key, and the
+// quota of GET /v1/account as a gauge. Each chart has a table beside it
+// with the numbers it draws; window.keyauthUsageCharts holds the charts
+// (their uPlot instances, whose .data are the arrays drawn) and the answers.
+
+const FIELDS = ['allowed', 'rateLimited', 'quotaExceeded', 'units'];
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const COLORS = { allowed: '#2da44e', rateLimited: '#d4a72c', quotaExceeded: '#cf222e' };
+const CHARTS = {
+  daily: { granularity: 'day', chart: 'chart-daily', table: 'table-daily', range: 'range-daily' },
+  hourly: { granularity: 'hour', chart: 'chart-hourly', table: 'table-hourly', range: 'range-hourly' },
+};
+const keysSeen = new Map();  // id -> "name (prefix…)" of the keys listed in this session
+let usageLoads = 0;          // a newer load makes an older one's answers moot
+window.keyauthUsageCharts = null;
+
+const count = (n) => (n === null || n === undefined ? '—' : Number(n).toLocaleString('en-US'));
+const pad = (n) => String(n).padStart(2, '0');
+
+// "2026-11-27" or "2026-11-27 13:00" of an RFC 3339 UTC time
+function periodLabel(start, granularity) {
+  const d = new Date(start);
+  const day = d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate());
+  return granularity === 'hour' ? day + ' ' + pad(d.getUTCHours()) + ':00' : day;
+}
+
+// "1 Dec" (and the year when it is not this one) of an RFC 3339 UTC time
+function shortDate(t) {
+  const d = new Date(t);
+  const year = d.getUTCFullYear() === new Date().getUTCFullYear() ? '' : ' ' + d.getUTCFullYear();
+  return d.getUTCDate() + ' ' + MONTHS[d.getUTCMonth()] + year;
+}
+
+// The gauge's sentence of an account's quota (null: none).
+function quotaText(q) {
+  if (!q) return 'No quota';
+  const period = { day: ' today', month: ' this month', total: ' in total' }[q.period] || '';
+  let text = q.used === null
+    ? 'Usage unavailable: ' + count(q.units) + ' units' + period
+    : count(q.used) + ' of ' + count(q.units) + ' units' + period;
+  if (q.resetsAt) text += ', resets ' + shortDate(q.resetsAt);
+  return text;
+}
+
+async function loadQuota() {
+  const account = await api('GET', '/v1/account');
+  const q = account.quota;
+  $('quota-text').textContent = quotaText(q);
+  const meter = $('quota-meter');
+  meter.hidden = !q || q.used === null;
+  if (!meter.hidden) {
+    meter.max = q.units;
+    meter.high = q.units * 0.9;
+    meter.optimum = 0;
+    meter.value = Math.min(q.used, q.units);
+    meter.title = count(q.used) + ' of ' + count(q.units) + ' units';
+  }
+  return account;
+}
+
+function fillTable(table, usage) {
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const p of usage.series) {
+    const tr = document.createElement('tr');
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.textContent = periodLabel(p.start, usage.granularity);
+    th.dataset.start = p.start;
+    tr.appendChild(th);
+    for (const f of FIELDS) cell(tr, p[f], 'num').dataset.field = f;
+    body.appendChild(tr);
+  }
+  const foot = table.tFoot;
+  foot.replaceChildren();
+  const tr = document.createElement('tr');
+  const th = document.createElement('th');
+  th.scope = 'row';
+  th.textContent = 'Total';
+  tr.appendChild(th);
+  for (const f of FIELDS) cell(tr, usage.totals[f], 'num').dataset.field = f;
+  foot.appendChild(tr);
+}
+
+// uPlot's data of an answer: x in epoch seconds, then the stack from the top
+// down (allowed + rate-limited + quota-exceeded, allowed + rate-limited,
+// allowed), drawn in that order, each bar over the taller one before it.
+function stackedData(usage) {
+  const x = [], top = [], middle = [], bottom = [];
+  for (const p of usage.series) {
+    x.push(Date.parse(p.start) / 1000);
+    bottom.push(p.allowed);
+    middle.push(p.allowed + p.rateLimited);
+    top.push(p.allowed + p.rateLimited + p.quotaExceeded);
+  }
+  return [x, top, middle, bottom];
+}
+
+// An x axis tick: "29 Oct" (days), "14:00" or at midnight "27 Nov" (hours), UTC.
+function axisLabel(ts, granularity) {
+  const d = new Date(ts * 1000);
+  if (granularity === 'hour' && d.getUTCHours() !== 0) return pad(d.getUTCHours()) + ':00';
+  return d.getUTCDate() + ' ' + MONTHS[d.getUTCMonth()];
+}
+
+function chartOptions(el, usage) {
+  const raw = (field) => (u, v, si, i) => (i === null || i === undefined ? '—' : count(usage.series[i][field]));
+  const bars = uPlot.paths.bars({ size: [0.8, 40], align: 1 });
+  const series = (label, field) => ({
+    label, value: raw(field), paths: bars, points: { show: false },
+    stroke: COLORS[field], fill: COLORS[field], width: 0,
+  });
+  const step = usage.granularity === 'hour' ? 3600 : 86400;
+  const from = Date.parse(usage.from) / 1000, to = Date.parse(usage.to) / 1000;
+  return {
+    width: Math.max(320, el.clientWidth),
+    height: 220,
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+    scales: {
+      x: { time: true, range: () => [from, to] },
+      y: { range: (u, min, max) => [0, max > 0 ? uPlot.rangeNum(0, max, 0.1, true)[1] : 1] },
+    },
+    axes: [
+      { space: usage.granularity === 'hour' ? 60 : 50, incrs: [step, 2 * step, 3 * step, 6 * step, 7 * step, 12 * step],
+        values: (u, splits) => splits.map((ts) => axisLabel(ts, usage.granularity)) },
+      { size: 60, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? count(v) : '')) },
+    ],
+    cursor: { points: { show: false }, drag: { x: false, y: false } },
+    legend: { show: true },
+    series: [
+      { label: usage.granularity === 'hour' ? 'Hour (UTC)' : 'Day (UTC)',
+        value: (u, v) => (v === null || v === undefined ? '—' : periodLabel(new Date(v * 1000).toISOString(), usage.granularity)) },
+      series('Quota exceeded', 'quotaExceeded'),
+      series('Rate-limited', 'rateLimited'),
+      series('Allowed', 'allowed'),
+    ],
+  };
+}
+
+function drawChart(name, usage, keyId) {
+  const c = CHARTS[name];
+  const el = $(c.chart);
+  const shown = window.keyauthUsageCharts || {};
+  if (shown[name] && shown[name].chart) shown[name].chart.destroy();
+  el.replaceChildren();
+  const chart = new uPlot(chartOptions(el, usage), stackedData(usage), el);
+  fillTable($(c.table), usage);
+  $(c.range).textContent = '(' + periodLabel(usage.from, usage.granularity) + ' to ' +
+    periodLabel(usage.to, usage.granularity) + ' UTC)';
+  return { chart, usage, keyId };
+}
+
+function keyOption(id, label) {
+  const o = document.createElement('option');
+  o.value = id;
+  o.textContent = label;
+  return o;
+}
+
+// The select's choices: the account, then every key listed in this session.
+function noteKeys(keys) {
+  for (const k of keys) keysSeen.set(k.id, k.name + ' (' + k.prefix + '…)' + (k.status === 'active' ? '' : ', ' + k.status));
+  const select = $('usage-key');
+  const chosen = select.value;
+  const options = [keyOption('', 'all keys of the account')];
+  for (const [id, label] of keysSeen) options.push(keyOption(id, label));
+  select.replaceChildren(...options);
+  select.value = keysSeen.has(chosen) ? chosen : '';
+}
+
+async function loadUsage() {
+  const mine = ++usageLoads;
+  const keyId = $('usage-key').value;
+  const section = $('usage');
+  section.dataset.state = 'loading';
+  const q = keyId ? '&keyId=' + encodeURIComponent(keyId) : '';
+  try {
+    const [daily, hourly] = await Promise.all([
+      api('GET', '/v1/usage?granularity=day' + q),
+      api('GET', '/v1/usage?granularity=hour' + q),
+      loadQuota(),
+    ]);
+    if (mine !== usageLoads) return;
+    window.keyauthUsageCharts = Object.assign(window.keyauthUsageCharts || {}, {
+      daily: drawChart('daily', daily, keyId),
+      hourly: drawChart('hourly', hourly, keyId),
+    });
+    section.dataset.keyId = keyId;
+    section.dataset.state = 'ready';
+  } catch (e) {
+    if (mine === usageLoads) section.dataset.state = 'failed';
+    fail(e);
+  }
+}
+
+function forgetUsage() {
+  usageLoads++;
+  const shown = window.keyauthUsageCharts || {};
+  for (const name of Object.keys(CHARTS)) {
+    if (shown[name] && shown[name].chart) shown[name].chart.destroy();
+    const c = CHARTS[name];
+    $(c.chart).replaceChildren();
+    $(c.table).tBodies[0].replaceChildren();
+    $(c.table).tFoot.replaceChildren();
+    $(c.range).textContent = '';
+  }
+  window.keyauthUsageCharts = null;
+  keysSeen.clear();
+  noteKeys([]);
+  $('quota-text').textContent = '…';
+  $('quota-meter').hidden = true;
+  $('usage').dataset.state = 'empty';
+  delete $('usage').dataset.keyId;
+}
+
+// A chart follows its container's width (uPlot draws at a fixed size).
+function resizeCharts() {
+  const shown = window.keyauthUsageCharts || {};
+  for (const name of Object.keys(CHARTS)) {
+    const el = $(CHARTS[name].chart);
+    if (shown[name] && shown[name].chart && el.clientWidth > 0) {
+      shown[name].chart.setSize({ width: Math.max(320, el.clientWidth), height: 220 });
+    }
   }
 }
 
@@ -269,6 +498,7 @@ function signOut() {
   $('audit-rows').replaceChildren();
   setNext('keys-next', null);
   setNext('audit-next', null);
+  forgetUsage();
   $('app').hidden = true;
   $('sign-out').hidden = true;
   $('sign-in').hidden = false;
@@ -281,6 +511,7 @@ function signedIn() {
   keyCursors = [null];
   auditCursors = [null];
   refresh();
+  loadUsage();
 }
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -331,6 +562,9 @@ document.addEventListener('DOMContentLoaded', () => {
   $('edit-dialog').addEventListener('close', () => {
     if ($('edit-dialog').returnValue === 'save') saveEdit();
   });
+  $('usage-key').addEventListener('change', () => { say(''); loadUsage(); });
+  $('usage-form').addEventListener('submit', (ev) => { ev.preventDefault(); say(''); loadUsage(); });
+  window.addEventListener('resize', resizeCharts);
   loadPlans();
   setInterval(loadPlans, 60000);
   if (token()) signedIn();
