@@ -197,7 +197,12 @@ subtest 'bad input: 400 VALIDATION_ERROR naming the field' => sub {
          [ '?keyId=acc_000000000000000000000000', 'keyId' ],
          [ '?limit=5', 'limit' ],
          [ '?granularity=day&granularity=day', 'granularity' ],
-         [ '?from=2026-11-01&from=2026-11-02', 'from' ]) {
+         [ '?from=2026-11-01&from=2026-11-02', 'from' ],
+         [ '?from=1969-12-31&to=1970-01-02', 'from' ],                                      # before the epoch
+         [ '?from=bad&to=bad', 'from' ],                                                   # from named first
+         [ '?granularity=day&from=2020-01-01', 'from' ],                                   # to not given
+         [ '?from=9999-12-30&to=9999-12-31T00:00:00.001Z', 'to' ],                         # past 9999
+         [ '?=day', 'query' ]) {
         my ($q, $field) = @$_;
         my $res = usage_get($q);
         is $res->{status}, 400, "$q: 400";
@@ -205,6 +210,9 @@ subtest 'bad input: 400 VALIDATION_ERROR naming the field' => sub {
         is $res->{json}{error}{field}, $field, "... field $field";
         like $res->{json}{error}{message}, qr/\S/, '... and a message: ' . ($res->{json}{error}{message} // '');
     }
+    my $stray = usage_get('?&granularity=day&&from=2026-11-01&to=2026-11-03&');
+    is $stray->{status}, 200, 'stray &s: ignored';
+    is scalar @{ $stray->{json}{series} // [] }, 2, '... the range as asked';
     my $esc = usage_get('?from=%zz');
     is $esc->{status}, 400, 'a malformed %-escape: 400';
 };

@@ -241,3 +241,79 @@ TEST(UsageApiUnavailable, Is503StoreUnavailable) {
 }
 
 }  // namespace
+
+namespace {
+
+UsageRangeAnswer range_of(std::optional<std::string> g, std::optional<std::string> from,
+                          std::optional<std::string> to, int64_t now = kNine + 1234) {
+    return parse_usage_range(g, from, to, now);
+}
+
+TEST(UsageRange, FromRoundsDownToRoundsUp) {
+    auto r = range_of("hour", "2026-11-20T09:30:00Z", "2026-11-20T10:15:00.001Z");
+    ASSERT_EQ(r.field, "") << r.message;
+    EXPECT_EQ(r.range.granularity, Granularity::kHour);
+    EXPECT_EQ(r.range.from, kNineHour);
+    EXPECT_EQ(r.range.to, kNineHour + 2);
+    r = range_of("hour", "2026-11-20T09:00:00Z", "2026-11-20T10:00:00Z");
+    EXPECT_EQ(r.range.size(), 1u) << "whole hours stay as they are";
+    r = range_of(std::nullopt, "2026-11-20", "2026-11-21");
+    EXPECT_EQ(r.range.granularity, Granularity::kDay) << "day by default";
+    EXPECT_EQ(r.range.from, kDay);
+    EXPECT_EQ(r.range.to, kDay + 1) << "to is exclusive: one day";
+    // offsets name instants: 2026-11-21T00:59:59.999Z rounds down to the
+    // 21st, 2026-11-20T23:00:00Z up to the 21st: an empty range
+    EXPECT_EQ(range_of("day", "2026-11-20T23:59:59.999-01:00", "2026-11-21T00:00:00+01:00").field, "from");
+    r = range_of("day", "2026-11-20T23:59:59.999-01:00", "2026-11-22T00:00:00+01:00");
+    EXPECT_EQ(r.range.from, kDay + 1);
+    EXPECT_EQ(r.range.to, kDay + 2);
+}
+
+TEST(UsageRange, Defaults) {
+    auto d = range_of(std::nullopt, std::nullopt, std::nullopt);
+    EXPECT_EQ(d.range.to, kDay + 1) << "to the end of today";
+    EXPECT_EQ(d.range.size(), 30u);
+    auto h = range_of("hour", std::nullopt, std::nullopt);
+    EXPECT_EQ(h.range.to, kNineHour + 1) << "to the end of the current hour";
+    EXPECT_EQ(h.range.size(), 48u);
+    auto from_only = range_of("day", "2026-11-01", std::nullopt);
+    EXPECT_EQ(from_only.range.to, kDay + 1);
+    EXPECT_EQ(from_only.range.size(), 20u);
+    auto to_only = range_of("day", std::nullopt, "2026-11-01");
+    EXPECT_EQ(to_only.range.size(), 30u) << "30 days before to";
+}
+
+TEST(UsageRange, LimitsAndRefusalsNameTheField) {
+    EXPECT_EQ(range_of("hour", "2026-11-20T00:00:00Z", "2026-11-27T00:00:00Z").range.size(), 168u);
+    EXPECT_EQ(range_of("day", "2025-01-01", "2026-02-05").range.size(), 400u);
+    struct Case {
+        std::optional<std::string> g, from, to;
+        const char *field;
+    } cases[] = {
+        {"week", std::nullopt, std::nullopt, "granularity"},
+        {"", std::nullopt, std::nullopt, "granularity"},
+        {"hour", "2026-11-20T00:00:00Z", "2026-11-27T00:00:00.001Z", "to"},  // 169 hours
+        {"day", "2025-01-01", "2026-02-06", "to"},                           // 401 days
+        {"day", "2020-01-01", std::nullopt, "from"},                         // to not given: from names it
+        {"day", "2026-11-21", "2026-11-20", "from"},
+        {"day", "2026-11-20", "2026-11-20", "from"},
+        {"day", "2026-12-01", std::nullopt, "from"},                         // after today
+        {"day", "yesterday", "nonsense", "from"},                            // from first
+        {"day", "2026-11-20", "nonsense", "to"},
+        {"day", "1969-12-31", "1970-01-02", "from"},                         // before the epoch
+        {"day", "9999-12-30", "9999-12-31", ""},                             // the last day that can be named
+        {"day", "9999-12-30", "9999-12-31T00:00:00.001Z", "to"},             // would end in the year 10000
+        {"hour", "9999-12-31T22:00:00Z", "9999-12-31T23:30:00Z", "to"},
+    };
+    for (const auto &c : cases) {
+        auto r = range_of(c.g, c.from, c.to);
+        EXPECT_EQ(r.field, c.field) << c.g.value_or("-") << " " << c.from.value_or("-") << " " << c.to.value_or("-")
+                                    << ": " << r.message;
+        if (*c.field) {
+            EXPECT_FALSE(r.message.empty());
+            EXPECT_EQ(r.range.size(), 0u);
+        }
+    }
+}
+
+}  // namespace

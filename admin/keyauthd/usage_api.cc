@@ -15,17 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-// The defaults: the last 48 hours, or the last 30 days, up to the end of the
-// current one.
-constexpr uint32_t kDefaultHours = 48;
-constexpr uint32_t kDefaultDays = 30;
-
 HttpResponse invalid(const std::string &field, const std::string &message) {
     return json_error(400, "VALIDATION_ERROR", message, field);
-}
-
-std::optional<HttpResponse> bad_instant(const std::string &field) {
-    return invalid(field, field + " must be an RFC 3339 time (2026-11-20T09:00:00Z) or a date (2026-11-20)");
 }
 
 }  // namespace
@@ -35,42 +26,23 @@ HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, c
     if (!query_params(req.query, pairs)) return invalid("query", "The query has a malformed %-escape");
     std::map<std::string, std::string> q;
     for (auto &[name, value] : pairs) {
+        if (name.empty()) {
+            if (value.empty()) continue;  // a stray '&' ("a=1&&b=2", "a=1&")
+            return invalid("query", "A query parameter without a name");
+        }
         if (name != "granularity" && name != "from" && name != "to" && name != "keyId")
             return invalid(name, "Unknown query parameter \"" + name + "\"; expected granularity, from, to, keyId");
         if (!q.emplace(name, value).second) return invalid(name, name + " is given more than once");
     }
 
-    Granularity g = Granularity::kDay;
-    if (q.count("granularity")) {
-        auto parsed = parse_granularity(q["granularity"]);
-        if (!parsed) return invalid("granularity", "granularity must be hour or day");
-        g = *parsed;
-    }
-    // from is rounded down, to up, to whole hours or days: the range covers
-    // every instant asked for
-    UsageRange range{g, 0, 0};
-    const int64_t now = store.now();
-    if (q.count("to")) {
-        auto t = parse_usage_instant(q["to"]);
-        if (!t) return *bad_instant("to");
-        range.to = period_ceil(g, *t);
-    } else {
-        range.to = period_floor(g, now) + 1;
-    }
-    if (q.count("from")) {
-        auto t = parse_usage_instant(q["from"]);
-        if (!t) return *bad_instant("from");
-        range.from = period_floor(g, *t);
-    } else {
-        const uint32_t span = g == Granularity::kHour ? kDefaultHours : kDefaultDays;
-        range.from = range.to > span ? range.to - span : 0;
-    }
-    if (range.from >= range.to) return invalid("from", "from must be before to");
-    if (range.size() > max_buckets(g)) {
-        return invalid("to", g == Granularity::kHour
-                                 ? "at most 168 hours (7 days) of hours: ask for days beyond that"
-                                 : "at most 400 days of days");
-    }
+    auto given = [&](const char *name) {
+        auto it = q.find(name);
+        return it == q.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    const UsageRangeAnswer asked = parse_usage_range(given("granularity"), given("from"), given("to"), store.now());
+    if (!asked.field.empty()) return invalid(asked.field, asked.message);
+    const UsageRange range = asked.range;
+    const Granularity g = range.granularity;
 
     std::optional<Id> key;
     if (q.count("keyId")) {

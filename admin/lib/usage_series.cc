@@ -37,6 +37,56 @@ uint32_t period_ceil(Granularity g, int64_t ms) {
     return period_start_ms(g, p) == ms ? p : p + 1;
 }
 
+namespace {
+
+// 10000-01-01T00:00:00Z: RFC 3339 has four digits for the year.
+constexpr int64_t kYear10000Ms = 253402300800000;
+
+UsageRangeAnswer refused(std::string field, std::string message) {
+    return UsageRangeAnswer{UsageRange{}, std::move(field), std::move(message)};
+}
+
+UsageRangeAnswer bad_instant(const std::string &field) {
+    return refused(field, field + " must be an RFC 3339 time (2026-11-20T09:00:00Z) or a date (2026-11-20), "
+                                  "from 1970 on");
+}
+
+}  // namespace
+
+UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity,
+                                   const std::optional<std::string> &from, const std::optional<std::string> &to,
+                                   int64_t now_ms) {
+    Granularity g = Granularity::kDay;
+    if (granularity) {
+        auto parsed = parse_granularity(*granularity);
+        if (!parsed) return refused("granularity", "granularity must be hour or day");
+        g = *parsed;
+    }
+    std::optional<int64_t> from_ms, to_ms;
+    if (from && !(from_ms = parse_usage_instant(*from))) return bad_instant("from");
+    if (to && !(to_ms = parse_usage_instant(*to))) return bad_instant("to");
+    if ((from_ms && *from_ms >= kYear10000Ms) || (to_ms && *to_ms >= kYear10000Ms))
+        return refused(from_ms && *from_ms >= kYear10000Ms ? "from" : "to", "the range must end before the year 10000");
+
+    UsageRange range{g, 0, 0};
+    range.to = to_ms ? period_ceil(g, *to_ms) : period_floor(g, now_ms) + 1;
+    if (period_start_ms(g, range.to) >= kYear10000Ms) return refused("to", "the range must end before the year 10000");
+    if (from_ms) {
+        range.from = period_floor(g, *from_ms);
+    } else {
+        const uint32_t span = g == Granularity::kHour ? kDefaultUsageHours : kDefaultUsageDays;
+        range.from = range.to > span ? range.to - span : 0;
+    }
+    if (range.from >= range.to) return refused("from", "from must be before to");
+    if (range.size() > max_buckets(g)) {
+        // the one given names the range: to if given, else from
+        return refused(to ? "to" : "from", g == Granularity::kHour
+                                               ? "at most 168 hours (7 days) of hours: ask for days beyond that"
+                                               : "at most 400 days of days");
+    }
+    return UsageRangeAnswer{range, "", ""};
+}
+
 std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
                                        const Id *key) {
     std::vector<BucketCounts> series(range.size());

@@ -40,6 +40,23 @@ std::optional<int64_t> parse_usage_instant(std::string_view text);
 uint32_t period_floor(Granularity g, int64_t ms);
 uint32_t period_ceil(Granularity g, int64_t ms);
 
+// GET /v1/usage's range from its parameters (nullopt: not given): the
+// granularity (default day); `from` rounded down and `to` up to whole
+// periods, so that the range covers every instant asked for; without `to`,
+// the end of the current period (now_ms); without `from`, 48 hours or 30
+// days before `to`. At most max_buckets(g) periods, ending before the year
+// 10000. On a refusal, `field` names the parameter and the range is empty.
+struct UsageRangeAnswer {
+    UsageRange range;
+    std::string field;  // empty: the range is good
+    std::string message;
+};
+constexpr uint32_t kDefaultUsageHours = 48;
+constexpr uint32_t kDefaultUsageDays = 30;
+UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity,
+                                   const std::optional<std::string> &from, const std::optional<std::string> &to,
+                                   int64_t now_ms);
+
 // The range's series: one BucketCounts per period, in order, zeros where no
 // edge counted anything; the buckets of `account` (all when null) and `key`
 // (all of the account's when null), every edge's added up.
