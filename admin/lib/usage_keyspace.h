@@ -9,11 +9,13 @@
 // the usage other edges publish.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "ids.h"
 #include "keyauth_schema.h"
+#include "usage_bucket.h"
 
 namespace keyauth {
 
@@ -24,5 +26,69 @@ std::string etcd_usage_key(std::string_view prefix, const Id &account, const Id 
                            const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]);
 // The key id of a usage key under `account_prefix`; false if it is not one.
 bool parse_etcd_usage_key(std::string_view account_prefix, std::string_view etcd_key, Id &key);
+
+// ---- Usage over time (issue 29): every edge's hour and day buckets ----
+//
+//   "<prefix>/usage_hours/<YYYYMMDDHH>/<account hex><key hex>/<edge id hex>"
+//   "<prefix>/usage_days/<YYYYMMDD>/<account hex><key hex>/<edge id hex>"
+//     -> bucket record v1 (40 bytes, src/core/usage_bucket.h): that edge's
+//        counts of that key in that UTC hour or day, as its usage env holds
+//        them (cumulative within the bucket: a put repeated or lost is made
+//        good by the next one).
+//   "<prefix>/usage_marks/<edge id hex>" -> "<hour> <day>" in decimal: the
+//        first hour and day that edge's keyauth-syncd still reads (every
+//        older bucket of it is published), so a restarted syncd resumes
+//        where it stopped instead of republishing its whole history.
+//
+// Time first, in fixed-width UTC digits, so etcd's byte order is time
+// order: keyauthd reads one account's buckets of one period with one small
+// range ("<period>/<account hex>"), a whole window of periods for every
+// account (the billing export) with one range [from, to), and old buckets
+// age out with one DeleteRange of everything before the cutoff: no
+// rebuild, no scan.
+//
+// Where they sort: '_' (0x5f) sorts after '/' and after '0' (0x30), so
+// "<prefix>/usage_..." is outside every "<prefix>/usage/..." range the
+// totals are read with (that range ends at "<prefix>/usage0"), and, being
+// after "plans", outside keyauth-syncd's watch (record_changes.h's
+// watched_end) and its rebuild's table ranges: no edge mirrors, or is woken
+// by, another edge's buckets.
+
+// "<prefix>/usage_hours/" or "<prefix>/usage_days/": every bucket of g.
+std::string etcd_usage_bucket_prefix(std::string_view prefix, Granularity g);
+// The last period the keyspace can name (9999-12-31, its last hour); a
+// later one has no key.
+uint32_t etcd_usage_last_period(Granularity g);
+// "YYYYMMDDHH" (hours) or "YYYYMMDD" (days) of a period; empty past
+// etcd_usage_last_period.
+std::string etcd_usage_period_text(Granularity g, uint32_t period);
+// "<bucket prefix><period text>/": every bucket of that period. A period
+// past the last one gives the end of the table (prefix_range_end of the
+// bucket prefix), so it can bound a range.
+std::string etcd_usage_period_prefix(std::string_view prefix, Granularity g, uint32_t period);
+// "<period prefix><account hex>" and "...<account hex><key hex>/".
+std::string etcd_usage_bucket_account_prefix(std::string_view prefix, Granularity g, uint32_t period,
+                                             const Id &account);
+std::string etcd_usage_bucket_key_prefix(std::string_view prefix, Granularity g, uint32_t period,
+                                         const Id &account, const Id &key);
+std::string etcd_usage_bucket_key(std::string_view prefix, Granularity g, uint32_t period, const Id &account,
+                                  const Id &key, const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]);
+
+struct UsageBucketName {
+    uint32_t period = 0;
+    Id account{};
+    Id key{};
+    unsigned char edge_id[KA_USAGE_EDGE_ID_LEN] = {};
+};
+// What a bucket key under `bucket_prefix` (etcd_usage_bucket_prefix's)
+// names; false for anything else (a date that does not exist, malformed
+// hex, another length).
+bool parse_etcd_usage_bucket_key(std::string_view bucket_prefix, Granularity g, std::string_view etcd_key,
+                                 UsageBucketName &out);
+
+// "<prefix>/usage_marks/<edge id hex>" and its value.
+std::string etcd_usage_mark_key(std::string_view prefix, const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]);
+std::string encode_usage_mark(uint32_t hour, uint32_t day);
+bool decode_usage_mark(std::string_view value, uint32_t &hour, uint32_t &day);
 
 }  // namespace keyauth

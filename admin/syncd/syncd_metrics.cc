@@ -72,6 +72,9 @@ std::string Metrics::text() const {
     metric(out, "keyauth_syncd_usage_publish_errors_total", "counter",
            "Usage publications that failed (the usage env unreadable, etcd unreachable); retried next interval.",
            std::to_string(usage_publish_errors()));
+    metric(out, "keyauth_syncd_usage_buckets_published_total", "counter",
+           "Per-key hour and day usage buckets of this edge written to etcd.",
+           std::to_string(usage_buckets_published()));
     metric(out, "keyauth_syncd_quota_published_total", "counter",
            "Quota use of this edge (a key's or an account's, in its period) written to etcd.",
            std::to_string(quota_published()));

@@ -40,6 +40,7 @@ public:
     void set_etcd_up(bool up) { etcd_up_.store(up, std::memory_order_relaxed); }
     void add_usage_published(uint64_t n) { usage_published_.fetch_add(n, std::memory_order_relaxed); }
     void add_usage_publish_error() { usage_publish_errors_.fetch_add(1, std::memory_order_relaxed); }
+    void add_usage_buckets_published(uint64_t n) { usage_buckets_published_.fetch_add(n, std::memory_order_relaxed); }
     void add_quota_published(uint64_t n) { quota_published_.fetch_add(n, std::memory_order_relaxed); }
     void add_quota_exchange_error() { quota_exchange_errors_.fetch_add(1, std::memory_order_relaxed); }
     void set_quota_exchanged(int64_t unix_ms) { quota_exchanged_ms_.store(unix_ms, std::memory_order_relaxed); }
@@ -63,6 +64,7 @@ public:
     std::chrono::milliseconds max_lag() const { return max_lag_; }
     uint64_t usage_published() const { return usage_published_.load(std::memory_order_relaxed); }
     uint64_t usage_publish_errors() const { return usage_publish_errors_.load(std::memory_order_relaxed); }
+    uint64_t usage_buckets_published() const { return usage_buckets_published_.load(std::memory_order_relaxed); }
     uint64_t quota_published() const { return quota_published_.load(std::memory_order_relaxed); }
     uint64_t quota_exchange_errors() const { return quota_exchange_errors_.load(std::memory_order_relaxed); }
     bool quota_redis_up() const { return quota_redis_up_.load(std::memory_order_relaxed); }
@@ -95,6 +97,7 @@ private:
     std::atomic<bool> etcd_up_{false};
     std::atomic<uint64_t> usage_published_{0};
     std::atomic<uint64_t> usage_publish_errors_{0};
+    std::atomic<uint64_t> usage_buckets_published_{0};
     std::atomic<uint64_t> quota_published_{0};
     std::atomic<uint64_t> quota_exchange_errors_{0};
     std::atomic<int64_t> quota_exchanged_ms_{0};

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <functional>
+#include <tuple>
 #include <mutex>
 #include <vector>
 
@@ -18,10 +20,58 @@ namespace {
 // etcd refuses more operations per txn (--max-txn-ops).
 constexpr size_t kPutsPerTxn = 128;
 
+// One table's buckets as read: LMDB bucket key -> counts, from a period
+// on; `stopped_at`: the first period not read (a backlog cut at the end of
+// a period), or none.
+struct BucketsRead {
+    std::map<std::string, BucketCounts> buckets;
+    bool cut = false;
+    uint32_t stopped_at = 0;
+};
+
 struct EdgeUsage {
     unsigned char edge_id[KA_USAGE_EDGE_ID_LEN] = {};
     std::map<std::string, UsageTotals> totals;  // account id ++ key id
+    BucketsRead hours, days;
 };
+
+// The buckets of `table` from period `from` on, at most about `limit`
+// (whole periods: a period begun is read to its end). A table that does
+// not exist (an env of a module from before the buckets) reads as empty.
+int read_buckets(MDB_txn *txn, const char *table, uint32_t from, size_t limit, BucketsRead &out) {
+    MDB_dbi dbi = 0;
+    int rc = mdb_dbi_open(txn, table, 0, &dbi);
+    if (rc == MDB_NOTFOUND) return 0;
+    if (rc != 0) return rc;
+    MDB_cursor *cur = nullptr;
+    rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc != 0) return rc;
+    unsigned char seek[4];
+    encode_bucket_period(from, seek);
+    MDB_val k{sizeof(seek), seek}, v{};
+    uint32_t last = from;
+    size_t n = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        const std::string_view kb(static_cast<const char *>(k.mv_data), k.mv_size);
+        uint32_t period = 0;
+        Id account, key;
+        BucketCounts c;
+        if (!decode_bucket_key(kb, period, account.data(), key.data()) ||
+            !decode_bucket({static_cast<const char *>(v.mv_data), v.mv_size}, c)) {
+            continue;  // a layout this build does not know: not ours to publish
+        }
+        if (n >= limit && period != last) {
+            out.cut = true;
+            out.stopped_at = period;
+            break;
+        }
+        last = period;
+        out.buckets.emplace(std::string(kb), c);
+        n++;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
 
 // LMDB must not have one environment open twice in a process (closing
 // either drops the other's locks): the publisher's and the quota exchange's
@@ -57,8 +107,9 @@ int with_usage_env(const std::string &path, unsigned char edge_id[KA_USAGE_EDGE_
 
 // The usage env as it is now; false with a reason if it cannot be read.
 // An env without an edge id yet reads as empty.
-bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error) {
-    const int rc = with_usage_env(path, out.edge_id, [&out](MDB_txn *txn, MDB_dbi usage) {
+bool read_edge_usage(const std::string &path, uint32_t hours_from, uint32_t days_from, EdgeUsage &out,
+                     std::string &error) {
+    const int rc = with_usage_env(path, out.edge_id, [&](MDB_txn *txn, MDB_dbi usage) {
         MDB_cursor *cur = nullptr;
         int rc = mdb_cursor_open(txn, usage, &cur);
         if (rc != 0) return rc;
@@ -72,10 +123,15 @@ bool read_edge_usage(const std::string &path, EdgeUsage &out, std::string &error
             out.totals[std::string(static_cast<const char *>(k.mv_data), k.mv_size)] = t;
         }
         mdb_cursor_close(cur);
-        return rc == MDB_NOTFOUND ? 0 : rc;
+        if (rc != MDB_NOTFOUND) return rc;
+        rc = read_buckets(txn, KA_USAGE_DB_HOURS, hours_from, kBucketsPerRound, out.hours);
+        if (rc == 0) rc = read_buckets(txn, KA_USAGE_DB_DAYS, days_from, kBucketsPerRound, out.days);
+        return rc;
     });
     if (rc == MDB_NOTFOUND) {  // made by nginx, not written yet
         out.totals.clear();
+        out.hours = BucketsRead();
+        out.days = BucketsRead();
         return true;
     }
     if (rc != 0) error = "usage env \"" + path + "\": " + mdb_strerror(rc);
@@ -104,46 +160,197 @@ UsagePublisher::UsagePublisher(UsagePublisherOptions options, Metrics &metrics,
                                std::unique_ptr<etcd::Client> client)
     : options_(std::move(options)), metrics_(metrics), client_(std::move(client)) {}
 
-bool UsagePublisher::publish_once() {
-    struct stat st;
-    if (::stat((options_.usage_db + "/data.mdb").c_str(), &st) != 0) return true;  // no usage yet
-    EdgeUsage now;
-    std::string error;
-    if (!read_edge_usage(options_.usage_db, now, error)) {
-        metrics_.add_usage_publish_error();
-        log_event("usage publish failed", {{"error", error}});
+// One put of a round and what etcd holds once it is done.
+struct UsagePublisher::Put {
+    std::string etcd_key, value;
+    std::function<void()> done;
+    bool bucket = false;
+};
+
+int64_t UsagePublisher::now_ms() const {
+    if (options_.now_ms) return options_.now_ms();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+bool UsagePublisher::age_out(uint32_t hour, uint32_t day) {
+    if (aged_out_ && aged_out_hour_ == hour) return true;
+    const uint32_t hours_cut = hour >= kHourBucketsKept ? hour - kHourBucketsKept + 1 : 0;
+    const uint32_t days_cut = day >= options_.history_days ? day - options_.history_days + 1 : 0;
+    etcd::TxnRequest txn;
+    for (auto [g, cut] : {std::pair{Granularity::kHour, hours_cut}, std::pair{Granularity::kDay, days_cut}}) {
+        txn.success.emplace_back(etcd::DeleteRangeRequest{etcd_usage_bucket_prefix(options_.prefix, g),
+                                                          etcd_usage_period_prefix(options_.prefix, g, cut)});
+    }
+    etcd::TxnResponse answer;
+    const etcd::Status s = client_->txn(txn, answer);
+    if (!s.ok()) {
+        log_event("usage age-out failed", {{"error", std::string(etcd::errc_name(s.code)) + ": " + s.message}});
         return false;
     }
-    std::vector<std::pair<const std::string *, const UsageTotals *>> changed;
-    for (const auto &[key, totals] : now.totals) {
-        auto it = published_.find(key);
-        if (it == published_.end() || it->second != totals) changed.emplace_back(&key, &totals);
+    int64_t deleted = 0;
+    for (const etcd::ResponseOp &op : answer.responses) {
+        if (auto *d = std::get_if<etcd::DeleteRangeResponse>(&op)) deleted += d->deleted;
     }
-    for (size_t i = 0; i < changed.size(); i += kPutsPerTxn) {
-        etcd::TxnRequest txn;
-        const size_t end = std::min(changed.size(), i + kPutsPerTxn);
-        for (size_t j = i; j < end; j++) {
-            Id account, key;
-            std::memcpy(account.data(), changed[j].first->data(), KA_ID_LEN);
-            std::memcpy(key.data(), changed[j].first->data() + KA_ID_LEN, KA_ID_LEN);
-            unsigned char rec[KA_USAGE_RECORD_SIZE];
-            encode_usage_record(*changed[j].second, rec);
-            txn.success.emplace_back(etcd::PutRequest{
-                etcd_usage_key(options_.prefix, account, key, now.edge_id),
-                std::string(reinterpret_cast<char *>(rec), sizeof(rec))});
+    if (deleted > 0) {
+        log_event("usage buckets aged out", {{"deleted", deleted},
+                                             {"hoursBefore", etcd_usage_period_text(Granularity::kHour, hours_cut)},
+                                             {"daysBefore", etcd_usage_period_text(Granularity::kDay, days_cut)}});
+    }
+    aged_out_ = true;
+    aged_out_hour_ = hour;
+    return true;
+}
+
+bool UsagePublisher::load_mark(const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]) {
+    if (edge_known_ && std::memcmp(edge_id, edge_id_, KA_USAGE_EDGE_ID_LEN) == 0) return true;
+    // a new edge id (a new env): nothing of the old one's state applies
+    etcd::RangeRequest r;
+    r.key = etcd_usage_mark_key(options_.prefix, edge_id);
+    etcd::RangeResponse answer;
+    const etcd::Status s = client_->range(r, answer);
+    if (!s.ok()) {
+        log_event("usage publish failed", {{"error", std::string(etcd::errc_name(s.code)) + ": " + s.message}});
+        return false;
+    }
+    published_.clear();
+    hours_.published.clear();
+    days_.published.clear();
+    hours_.from = days_.from = 0;  // no mark: everything the edge holds
+    mark_in_etcd_.clear();
+    if (!answer.kvs.empty()) {
+        uint32_t h = 0, d = 0;
+        if (decode_usage_mark(answer.kvs[0].value, h, d)) {
+            hours_.from = h;
+            days_.from = d;
         }
+        mark_in_etcd_ = answer.kvs[0].value;
+    }
+    std::memcpy(edge_id_, edge_id, KA_USAGE_EDGE_ID_LEN);
+    edge_known_ = true;
+    return true;
+}
+
+bool UsagePublisher::put_all(std::vector<Put> &puts) {
+    for (size_t i = 0; i < puts.size(); i += kPutsPerTxn) {
+        etcd::TxnRequest txn;
+        const size_t end = std::min(puts.size(), i + kPutsPerTxn);
+        for (size_t j = i; j < end; j++) txn.success.emplace_back(etcd::PutRequest{puts[j].etcd_key, puts[j].value});
         etcd::TxnResponse answer;
         etcd::Status s = client_->txn(txn, answer);
         if (!s.ok()) {
             // what was not published stays changed: the next round sends it
-            metrics_.add_usage_publish_error();
-            log_event("usage publish failed",
+                log_event("usage publish failed",
                       {{"error", std::string(etcd::errc_name(s.code)) + ": " + s.message},
-                       {"unpublished", changed.size() - i}});
+                       {"unpublished", puts.size() - i}});
             return false;
         }
-        for (size_t j = i; j < end; j++) published_[*changed[j].first] = *changed[j].second;
-        metrics_.add_usage_published(end - i);
+        size_t buckets = 0;
+        for (size_t j = i; j < end; j++) {
+            puts[j].done();
+            buckets += puts[j].bucket;
+        }
+        metrics_.add_usage_published(end - i - buckets);
+        metrics_.add_usage_buckets_published(buckets);
+    }
+    return true;
+}
+
+bool UsagePublisher::publish_once() {
+    const bool ok = publish_round();
+    if (!ok) metrics_.add_usage_publish_error();
+    return ok;
+}
+
+bool UsagePublisher::publish_round() {
+    const int64_t now_ms = this->now_ms();
+    const uint32_t hour = period_of(Granularity::kHour, now_ms), day = period_of(Granularity::kDay, now_ms);
+    // etcd refusing one call refuses the next: the round ends at the first
+    if (!age_out(hour, day)) return false;
+    struct stat st;
+    if (::stat((options_.usage_db + "/data.mdb").c_str(), &st) != 0) return true;  // no usage yet
+    std::string error;
+    unsigned char edge_id[KA_USAGE_EDGE_ID_LEN];
+    if (!read_usage_edge_id(options_.usage_db, edge_id, error)) {
+        if (error.empty()) return true;  // made by nginx, not written yet
+        log_event("usage publish failed", {{"error", error}});
+        return false;
+    }
+    if (!load_mark(edge_id)) return false;
+
+    // Where this round reads from: the watermark, never before what etcd
+    // keeps, and always the previous period on (it may still grow).
+    auto read_from = [](uint32_t mark, uint32_t now, uint32_t kept) {
+        const uint32_t cut = now >= kept ? now - kept + 1 : 0;
+        return std::min(std::max(mark, cut), now > 0 ? now - 1 : 0);
+    };
+    const uint32_t hours_from = read_from(hours_.from, hour, kHourBucketsKept);
+    const uint32_t days_from = read_from(days_.from, day, options_.history_days);
+    EdgeUsage now;
+    if (!read_edge_usage(options_.usage_db, hours_from, days_from, now, error)) {
+        log_event("usage publish failed", {{"error", error}});
+        return false;
+    }
+    if (std::memcmp(now.edge_id, edge_id_, KA_USAGE_EDGE_ID_LEN) != 0) {
+        edge_known_ = false;  // the env was replaced meanwhile: start over next round
+        return true;
+    }
+
+    std::vector<Put> puts;
+    for (const auto &[key, totals] : now.totals) {
+        auto it = published_.find(key);
+        if (it != published_.end() && it->second == totals) continue;
+        Id account, id;
+        std::memcpy(account.data(), key.data(), KA_ID_LEN);
+        std::memcpy(id.data(), key.data() + KA_ID_LEN, KA_ID_LEN);
+        unsigned char rec[KA_USAGE_RECORD_SIZE];
+        encode_usage_record(totals, rec);
+        puts.push_back({etcd_usage_key(options_.prefix, account, id, now.edge_id),
+                        std::string(reinterpret_cast<char *>(rec), sizeof(rec)),
+                        [this, &key = key, &totals = totals] { published_[key] = totals; }, false});
+    }
+    for (auto [table, read] : {std::pair{&days_, &now.days}, std::pair{&hours_, &now.hours}}) {
+        for (const auto &[key, counts] : read->buckets) {
+            auto it = table->published.find(key);
+            if (it != table->published.end() && it->second == counts) continue;
+            uint32_t period = 0;
+            Id account, id;
+            decode_bucket_key(key, period, account.data(), id.data());
+            if (period > etcd_usage_last_period(table->g)) continue;  // a clock past 9999: no key for it
+            unsigned char rec[KA_USAGE_BUCKET_SIZE];
+            encode_bucket(counts, rec);
+            puts.push_back({etcd_usage_bucket_key(options_.prefix, table->g, period, account, id, now.edge_id),
+                            std::string(reinterpret_cast<char *>(rec), sizeof(rec)),
+                            [table = table, &key = key, &counts = counts] { table->published[key] = counts; },
+                            true});
+        }
+    }
+    if (!put_all(puts)) return false;
+
+    // Everything read is in etcd: the next round reads from the previous
+    // period on (or where a backlog was cut), and forgets what is older.
+    for (auto [table, read, from, current] : {std::tuple{&days_, &now.days, days_from, day},
+                                              std::tuple{&hours_, &now.hours, hours_from, hour}}) {
+        uint32_t next = std::max(from, current > 0 ? current - 1 : 0);
+        if (read->cut) next = std::max(from, std::min(next, read->stopped_at));
+        table->from = next;
+        unsigned char first[4];
+        encode_bucket_period(next, first);
+        table->published.erase(table->published.begin(),
+                               table->published.lower_bound(std::string(reinterpret_cast<char *>(first), 4)));
+    }
+    const std::string mark = encode_usage_mark(hours_.from, days_.from);
+    if (mark != mark_in_etcd_) {
+        etcd::PutResponse answer;
+        const etcd::Status s =
+            client_->put(etcd::PutRequest{etcd_usage_mark_key(options_.prefix, edge_id_), mark}, answer);
+        if (!s.ok()) {
+            log_event("usage publish failed",
+                      {{"error", std::string(etcd::errc_name(s.code)) + ": " + s.message}, {"mark", mark}});
+            return false;
+        }
+        mark_in_etcd_ = mark;
     }
     return true;
 }
