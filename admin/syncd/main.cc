@@ -4,7 +4,8 @@
 //   keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT] [--allow-remote]
 //                 [--etcd-prefix /keyauth/1] [--map-size MIB]
 //                 [--etcd-cacert F] [--etcd-cert F --etcd-key F]
-//                 [--usage-db PATH] [--usage-interval SECONDS] [--quota-interval MS]
+//                 [--usage-db PATH] [--usage-interval SECONDS] [--usage-history DAYS]
+//                 [--quota-interval MS]
 //                 [--quota-redis redis://[USER@]HOST[:PORT] [--quota-redis-interval MS]]
 //
 // The sync loop, the usage publisher and the quota exchange (and its Redis
@@ -69,6 +70,7 @@ int main(int argc, char **argv) {
         uo.prefix = opt.prefix;
         uo.usage_db = opt.usage_db;
         uo.interval = opt.usage_interval;
+        uo.history_days = opt.usage_history_days;
         std::unique_ptr<UsagePublisher> publisher = UsagePublisher::make(uo, metrics, error);
         if (!publisher) {
             std::cerr << "keyauth-syncd: " << error << "\n";

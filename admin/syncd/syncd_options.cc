@@ -18,7 +18,8 @@ namespace {
 const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--metrics 127.0.0.1:PORT]
                      [--allow-remote] [--etcd-prefix /keyauth/1] [--map-size MIB]
                      [--etcd-cacert FILE] [--etcd-cert FILE --etcd-key FILE]
-                     [--usage-db PATH] [--usage-interval SECONDS] [--quota-interval MS]
+                     [--usage-db PATH] [--usage-interval SECONDS] [--usage-history DAYS]
+                     [--quota-interval MS]
                      [--quota-redis redis://[USER@]HOST[:PORT]]
                      [--quota-redis-interval MS] [--max-lag SECONDS]
 
@@ -49,6 +50,9 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     PATH + ".usage", nginx's default too)
   --usage-interval S  publish the usage that changed every S seconds, 1 to
                     30 (default 15)
+  --usage-history D keep D days of usage day buckets in etcd, 1 to 3660
+                    (default 400; hour buckets are kept 7 days): older ones
+                    are deleted once an hour, by every edge (idempotent)
   --quota-interval MS  exchange quota use with the other edges every MS
                     milliseconds, 100 to 30000 (default 1000); the fleet's
                     overshoot of a quota grows with it (docs/scale-out.md)
@@ -70,7 +74,7 @@ const keyauth::ProgramUsage kCli("keyauth-syncd", kUsage);
 
 Options parse_options(int argc, char **argv) {
     Options o;
-    std::string etcd, map_mib, prefix, usage_interval, quota_interval, quota_redis_interval, max_lag;
+    std::string etcd, map_mib, prefix, usage_interval, usage_history, quota_interval, quota_redis_interval, max_lag;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -93,6 +97,7 @@ Options parse_options(int argc, char **argv) {
                             : a == "--etcd-key"     ? &o.etcd_key
                             : a == "--usage-db"     ? &o.usage_db
                             : a == "--usage-interval" ? &usage_interval
+                            : a == "--usage-history" ? &usage_history
                             : a == "--quota-interval" ? &quota_interval
                             : a == "--quota-redis"  ? &o.quota_redis
                             : a == "--quota-redis-interval" ? &quota_redis_interval
@@ -128,6 +133,10 @@ Options parse_options(int argc, char **argv) {
     if (o.usage_db.empty()) o.usage_db = o.db + KA_USAGE_DIR_SUFFIX;
     if (!usage_interval.empty()) {
         o.usage_interval = std::chrono::seconds(kCli.bounded("--usage-interval", usage_interval, 1, 30, "seconds"));
+    }
+    if (!usage_history.empty()) {
+        o.usage_history_days =
+            static_cast<uint32_t>(kCli.bounded("--usage-history", usage_history, 1, 3660, "days"));
     }
     if (!quota_interval.empty()) {
         o.quota_interval = std::chrono::milliseconds(

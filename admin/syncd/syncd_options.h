@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Options {
     size_t map_size = 0;  // bytes; 0: as the store was written
     std::string usage_db;  // default: db + ".usage"
     std::chrono::milliseconds usage_interval{15000};
+    uint32_t usage_history_days = 400;  // day buckets kept in etcd (usage_publisher.h)
     std::chrono::milliseconds quota_interval{1000};  // the quota exchange's (quota_exchange.h)
     std::string quota_redis;  // as given; empty: the exchange goes through etcd only
     std::string quota_redis_host, quota_redis_user;
