@@ -2,6 +2,9 @@
 # usage env, its keyauth-syncd publishes the totals to etcd under
 # <prefix>/usage/<account><key>/<edge id>, and the sum over the edges is the
 # key's usage. One etcd member, two edges (nginx + syncd), short intervals.
+# Usage over time (issue 29): each syncd also publishes its edge's hour and
+# day buckets under <prefix>/usage_hours|usage_days/<period>/<account><key>/
+# <edge id>, and GET /v1/usage on keyauthd (etcd mode) is the exact sum.
 use strict;
 use warnings;
 use FindBin;
@@ -10,6 +13,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use JSON::PP qw(decode_json);
 use MIME::Base64 qw(decode_base64);
+use POSIX qw(strftime floor);
 use EtcdCluster;
 use KeyauthTest qw(wait_until);
 
@@ -72,6 +76,21 @@ is(scalar keys %{ published()->{$key_hex} }, 2, 'one record per edge');
 my $last = $sum->[2] / 1000;
 ok($last >= $before && $last <= $after + 1, "lastUsedAt $last within [$before, $after]");
 
+# each edge's buckets of the key: one hour record and one day record per
+# edge (the traffic took well under a minute: two hours at most)
+sub bucket_records {
+    my $table = shift;
+    my ($rc, $out) = $etcd->etcdctl('get', '--prefix', "/keyauth/1/$table/", '--keys-only', '-w', 'json');
+    return [] if $rc != 0;
+    return [ grep { m{/[0-9a-f]{24}\Q$key_hex\E/[0-9a-f]{24}$} } map { decode_base64($_->{key}) } @{ decode_json($out)->{kvs} // [] } ];
+}
+ok(wait_until(sub { @{ bucket_records('usage_days') } == 2 }, 30, 'the day buckets'),
+   'a day bucket of the key from each edge') or diag explain bucket_records('usage_days');
+my $hour_records = bucket_records('usage_hours');
+ok(@$hour_records >= 2 && @$hour_records <= 4, scalar(@$hour_records) . ' hour bucket records of the key')
+    or diag explain $hour_records;
+like($hour_records->[0], qr{^/keyauth/1/usage_hours/\d{10}/[0-9a-f]{24}\Q$key_hex\E/[0-9a-f]{24}$}, 'time first');
+
 # the usage publications never reach the edges' watches
 is($edges[0]->syncd_metric('keyauth_syncd_events_total'), $events_before,
    'no watch event on an edge for usage');
@@ -89,6 +108,35 @@ my $listed = KeyauthTest::json_body(KeyauthTest::http_request($ops->keyauthd_por
 is_deeply($listed->{keys}[0]{usage}, $shown->{usage}, 'GET /v1/keys: the same');
 like($shown->{lastUsedAt}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, "lastUsedAt $shown->{lastUsedAt}");
 
+# GET /v1/usage on keyauthd (etcd mode): the series adds up to what both
+# edges let through and refused, by hour and by day, the account's and the key's
+my @FIELDS = qw(allowed rateLimited quotaExceeded units);
+sub iso { strftime('%Y-%m-%dT%H:%M:%S.000Z', gmtime shift) }
+my ($h0, $h1) = (floor($before / 3600) * 3600, (floor($after / 3600) + 1) * 3600);
+my ($d0, $d1) = (floor($before / 86400) * 86400, (floor($after / 86400) + 1) * 86400);
+sub usage_over_time {
+    my $q = shift;
+    my $res = KeyauthTest::http_request($ops->keyauthd_port, GET => "/v1/usage$q",
+                                        "Authorization: Bearer $acc->{consoleToken}");
+    return $res->{status} == 200 ? KeyauthTest::json_body($res) : undef;
+}
+sub series_sum {
+    my $u = shift or return undef;
+    my %s = map { $_ => 0 } @FIELDS;
+    for my $p (@{ $u->{series} }) { $s{$_} += $p->{$_} for @FIELDS }
+    return \%s;
+}
+my %want = (allowed => $sent{200}, rateLimited => $sent{429}, quotaExceeded => 0, units => $sent{200});
+for my $q ('?granularity=hour&from=' . iso($h0) . '&to=' . iso($h1),
+           '?granularity=day&from=' . iso($d0) . '&to=' . iso($d1),
+           "?granularity=hour&keyId=$key->{id}&from=" . iso($h0) . '&to=' . iso($h1)) {
+    my $u;
+    ok(wait_until(sub { $u = usage_over_time($q); my $s = series_sum($u);
+                        $s && join(',', @$s{@FIELDS}) eq join(',', @want{@FIELDS}) }, 30, "GET /v1/usage$q"),
+       "GET /v1/usage$q: the sum of both edges") or diag explain [$u, \%want];
+    is_deeply({ map { $_ => $u->{totals}{$_} } @FIELDS }, \%want, 'its totals too');
+}
+
 # more on one edge: its record grows, the other's stays
 $edges[1]->request(GET => '/t/x', "Authorization: Bearer $key->{secret}");
 ok(wait_until(sub {
@@ -97,5 +145,9 @@ ok(wait_until(sub {
     $t += $_->[0] + $_->[1] for values %$p;
     $t == 17;
 }, 60, 'the 17th request'), 'a later request is added on top');
+my $t17 = time;
+my $later = '?granularity=hour&from=' . iso($h0) . '&to=' . iso((floor($t17 / 3600) + 1) * 3600);
+ok(wait_until(sub { my $s = series_sum(usage_over_time($later)); $s && $s->{allowed} + $s->{rateLimited} == 17 },
+              30, 'the 17th request in the buckets'), 'GET /v1/usage: the later request is added on top');
 
 done_testing;
