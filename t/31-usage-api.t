@@ -15,6 +15,7 @@ use JSON::PP qw(decode_json encode_json);
 use POSIX qw(strftime floor ceil);
 use Time::HiRes qw(time);
 use Time::Local qw(timegm);
+use EtcdCluster;
 use KeyauthTest qw(wait_until);
 
 sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
@@ -237,10 +238,11 @@ subtest 'keys of another account, unknown keys, tokens and methods' => sub {
 
 # ---- keyauthctl usage report
 # (exit code, stdout, stderr) of keyauthctl --db DB usage report ARGS
-sub run_report {
-    my @args = @_;
-    my ($out, $err) = ($t->dir . '/report.out', $t->dir . '/report.err');
-    my $cmd = join(' ', map { KeyauthTest::_q($_) } $ctl, '--db', $t->db, 'usage', 'report', @args)
+sub run_report { return run_report_on($t, @_) }
+sub run_report_on {
+    my ($on, @args) = @_;
+    my ($out, $err) = ($on->dir . '/report.out', $on->dir . '/report.err');
+    my $cmd = join(' ', map { KeyauthTest::_q($_) } $ctl, $on->store_args, 'usage', 'report', @args)
             . " >'$out' 2>'$err'";
     system $cmd;
     my $rc = $? >> 8;
@@ -249,8 +251,8 @@ sub run_report {
 }
 # RFC 4180 as a spreadsheet reads it: Python's csv module (strict).
 sub parse_csv {
-    my $text = shift;
-    my $file = $t->dir . '/parse.csv';
+    my ($text, $on) = @_;
+    my $file = ($on // $t)->dir . '/parse.csv';
     open my $fh, '>:raw', $file or die $!;
     print $fh $text;
     close $fh;
@@ -363,6 +365,51 @@ subtest 'bad input of usage report' => sub {
     }
     my ($rc, $out, $err) = run_report('--from', '2025-01-02', '--to', '2026-02-05', '--by', 'day', '--format', 'json');
     is $rc, 0, '400 days: allowed' or diag $err;
+};
+
+# Many edges: keyauthctl --etcd reads the buckets every edge's syncd put in
+# etcd and adds them up (GET /v1/usage on etcd: t/62-usage-edges.t).
+subtest 'many edges: keyauthctl --etcd usage report is the sum of both edges' => sub {
+    my $etcd = EtcdCluster->new(members => 1);
+    my $ops = KeyauthTest->new(etcd => $etcd->endpoints);
+    my $a = $ops->account(name => 'edges, "two"');
+    my $k = $ops->key(account => $a->{id}, name => 'k');
+    my @edges = map {
+        my $e = KeyauthTest->new(etcd => $etcd->endpoints);
+        $e->start_syncd(args => ['--usage-interval', '1']);
+        $e->wait_synced or die "syncd did not sync:\n" . $e->syncd_log;
+        $e->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;", no_init => 1,
+                        locations => "location /t/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }\n"
+                                   . "location /three/ { keyauth on; keyauth_cost 3; proxy_pass http://tool; }");
+        $e;
+    } 1 .. 2;
+    my $s0 = time;
+    my %ok;
+    $ok{ $edges[0]->request(GET => '/three/x', "Authorization: Bearer $k->{secret}")->{status} }++ for 1 .. 3;
+    $ok{ $edges[1]->request(GET => '/t/x', "Authorization: Bearer $k->{secret}")->{status} }++ for 1 .. 4;
+    my $s1 = time;
+    is_deeply \%ok, { 200 => 7 }, 'seven calls allowed, three on one edge (3 units each), four on the other';
+    my %want = (allowed => 7, rateLimited => 0, quotaExceeded => 0, units => 13);
+    my @range = ('--from', date_of($s0), '--to', date_of($s1), '--by', 'day');
+    my ($rows, $err);
+    ok wait_until(sub {
+        my ($rc, $out);
+        ($rc, $out, $err) = run_report_on($ops, @range, '--format', 'json');
+        return 0 if $rc != 0;
+        $rows = [ grep { $_->{accountId} eq $a->{id} } @{ decode_json($out)->{rows} } ];
+        my $sum = zero();
+        add_to($sum, $_) for @$rows;
+        return encode_json($sum) eq encode_json(counts(\%want));
+    }, 60, 'both edges\' buckets in etcd'), '--etcd --format json: the sum of both edges' or diag $err, explain $rows;
+    my ($rc, $csv, $e2) = run_report_on($ops, @range, '--format', 'csv', '--key', $k->{id});
+    is $rc, 0, '--etcd --format csv --key: exit 0' or diag $e2;
+    my ($crows) = parse_csv($csv, $ops);
+    my $sum = zero();
+    add_to($sum, $_) for @$crows;
+    is_deeply $sum, \%want, '... the same numbers';
+    is $crows->[0]{accountName}, 'edges, "two"', '... the name read back';
+    ($rc, undef, $e2) = run_report_on($ops, @range, '--account', 'acc_000000000000000000000000');
+    is $rc, 1, '--etcd, an unknown account: exit 1';
 };
 
 done_testing;
