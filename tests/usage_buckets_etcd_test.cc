@@ -439,3 +439,47 @@ TEST(UsageBucketsEtcd, ABusyWindowIsReadPerPeriodForOneAccount) {
     etcd.kill(0);
     EXPECT_THROW(read(*src, Granularity::kDay, kDay, kDay + 1, &acc), StoreError);
 }
+
+// A backlog (here a new edge's ten hours, 2 keys each) is read a bounded
+// number of buckets a round, in whole periods, oldest first; the mark
+// follows, so a restart in the middle goes on where the last round stopped.
+TEST(UsageBucketsEtcd, ABacklogGoesOnInWholePeriodsAcrossRestarts) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    const std::string a = dir.sub("edge.usage");
+    const Id acc = id_of(1);
+    for (uint32_t h = 0; h < 10; h++) {
+        for (unsigned char k = 2; k < 4; k++) collect(a, acc, id_of(k), {1, 0, 0, 1}, kNine - (9 - h) * kMsPerHour);
+    }
+    Clock clock;  // 09:10
+    std::string error;
+    auto make = [&](syncd::Metrics &m) {
+        syncd::UsagePublisherOptions o = options(etcd, a, clock);
+        o.buckets_per_round = 5;
+        return syncd::UsagePublisher::make(o, m, error);
+    };
+    syncd::Metrics m1;
+    auto p1 = make(m1);
+    ASSERT_TRUE(p1) << error;
+    ASSERT_TRUE(p1->publish_once());
+    EXPECT_EQ(m1.usage_buckets_published(), 6u + 2u) << "hours 00 to 02 (whole), the 2 days";
+    auto src = make_etcd_usage_source(client_options(etcd), kPrefix);
+    EXPECT_EQ(read(*src, Granularity::kHour, kH9 - 24, kH9 + 1, &acc).sum.size(), 6u);
+    {  // restarted: from its mark, 03
+        syncd::Metrics m2;
+        auto p2 = make(m2);
+        ASSERT_TRUE(p2) << error;
+        ASSERT_TRUE(p2->publish_once());
+        EXPECT_EQ(m2.usage_buckets_published(), 6u + 2u) << "hours 03 to 05; the days again (an empty cache)";
+    }
+    ASSERT_TRUE(p1->publish_once());  // 03 to 05 again (p1's mark was 03), then 06 to 08 next
+    ASSERT_TRUE(p1->publish_once());
+    ASSERT_TRUE(p1->publish_once());
+    EXPECT_EQ(m1.usage_buckets_published(), 8u + 6u + 6u + 2u);
+    Read hours = read(*src, Granularity::kHour, kH9 - 24, kH9 + 1, &acc);
+    EXPECT_EQ(hours.sum.size(), 20u) << "every hour of both keys";
+    for (const auto &[k, c] : hours.sum) EXPECT_EQ(c, (BucketCounts{1, 0, 0, 1}));
+    ASSERT_TRUE(p1->publish_once());
+    EXPECT_EQ(m1.usage_buckets_published(), 22u) << "caught up: nothing changed";
+}

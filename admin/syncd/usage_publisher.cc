@@ -107,8 +107,8 @@ int with_usage_env(const std::string &path, unsigned char edge_id[KA_USAGE_EDGE_
 
 // The usage env as it is now; false with a reason if it cannot be read.
 // An env without an edge id yet reads as empty.
-bool read_edge_usage(const std::string &path, uint32_t hours_from, uint32_t days_from, EdgeUsage &out,
-                     std::string &error) {
+bool read_edge_usage(const std::string &path, uint32_t hours_from, uint32_t days_from, size_t limit,
+                     EdgeUsage &out, std::string &error) {
     const int rc = with_usage_env(path, out.edge_id, [&](MDB_txn *txn, MDB_dbi usage) {
         MDB_cursor *cur = nullptr;
         int rc = mdb_cursor_open(txn, usage, &cur);
@@ -124,8 +124,8 @@ bool read_edge_usage(const std::string &path, uint32_t hours_from, uint32_t days
         }
         mdb_cursor_close(cur);
         if (rc != MDB_NOTFOUND) return rc;
-        rc = read_buckets(txn, KA_USAGE_DB_HOURS, hours_from, kBucketsPerRound, out.hours);
-        if (rc == 0) rc = read_buckets(txn, KA_USAGE_DB_DAYS, days_from, kBucketsPerRound, out.days);
+        rc = read_buckets(txn, KA_USAGE_DB_HOURS, hours_from, limit, out.hours);
+        if (rc == 0) rc = read_buckets(txn, KA_USAGE_DB_DAYS, days_from, limit, out.days);
         return rc;
     });
     if (rc == MDB_NOTFOUND) {  // made by nginx, not written yet
@@ -288,7 +288,7 @@ bool UsagePublisher::publish_round() {
     const uint32_t hours_from = read_from(hours_.from, hour, kHourBucketsKept);
     const uint32_t days_from = read_from(days_.from, day, options_.history_days);
     EdgeUsage now;
-    if (!read_edge_usage(options_.usage_db, hours_from, days_from, now, error)) {
+    if (!read_edge_usage(options_.usage_db, hours_from, days_from, options_.buckets_per_round, now, error)) {
         log_event("usage publish failed", {{"error", error}});
         return false;
     }

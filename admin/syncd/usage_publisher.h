@@ -16,8 +16,8 @@
 // older only while something older is still unpublished (a failed round,
 // a syncd or etcd outage, a new edge). The bound, per interval: at most
 // 2 x (keys active in the current or previous period) bucket puts, plus
-// the totals that changed; a backlog is read kBucketsPerRound buckets of a
-// table a round (whole periods), oldest first.
+// the totals that changed; a backlog is read buckets_per_round (65,536)
+// buckets of a table a round (whole periods), oldest first.
 //
 // The watermark survives a restart: it is put at "<prefix>/usage_marks/
 // <edge id>" whenever it moves (about once an hour) and read back at the
@@ -63,11 +63,10 @@ struct UsagePublisherOptions {
     uint32_t history_days = kDefaultDayBucketsKept;
     // Unix ms now; null: the system clock (tests set it).
     std::function<int64_t()> now_ms;
+    // Buckets of one table read in a round beyond which a backlog stops at
+    // the end of a period (and goes on next round).
+    size_t buckets_per_round = 65536;
 };
-
-// Buckets of one table read in a round beyond which a backlog stops at the
-// end of a period (and goes on next round).
-inline constexpr size_t kBucketsPerRound = 65536;
 
 // The edge id in the usage env at `usage_db` (what this edge's usage and
 // quota use are published under); false while there is none yet, or with
