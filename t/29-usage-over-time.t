@@ -45,16 +45,7 @@ my %nginx = (
     faketime => sprintf('%+d', $offset),
     main => $env,
     http => $t->console_http . "\nkeyauth_zone keys:1m;\nkeyauth_usage_interval 60s;",
-    locations => $t->console_locations . <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }
-        location /three/ { keyauth on; keyauth_cost 3; proxy_pass http://tool; }
-        location /metered/ {
-            keyauth on;
-            keyauth_cost_header X-Units;
-            proxy_pass http://127.0.0.1:$server_port/units/$is_args$args;
-        }
-        location /units/ { add_header X-Units $arg_u; return 200 "counted\n"; }
-LOC
+    locations => $t->console_locations . $t->metered_locations);
 $t->start_nginx(%nginx);
 my $console = $t->console_client($acc->{consoleToken});
 

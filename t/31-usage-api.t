@@ -44,16 +44,7 @@ my $stranger = $t->key(account => $other->{id}, name => 'stranger');
 
 $t->start_keyauthd;
 $t->start_nginx(http => $t->console_http . "\nkeyauth_zone keys:1m;\nkeyauth_usage_interval 1s;",
-                locations => $t->console_locations . <<'LOC');
-        location /v1/ip/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }
-        location /three/ { keyauth on; keyauth_cost 3; proxy_pass http://tool; }
-        location /metered/ {
-            keyauth on;
-            keyauth_cost_header X-Units;
-            proxy_pass http://127.0.0.1:$server_port/units/$is_args$args;
-        }
-        location /units/ { add_header X-Units $arg_u; return 200 "counted\n"; }
-LOC
+                locations => $t->console_locations . $t->metered_locations);
 my $console = $t->console_client($acc->{consoleToken});
 my $ctl = KeyauthTest::build_dir() . '/keyauthctl';
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "civil_date.h"
 #include "etcd_codec.h"
 #include "etcd_keyspace.h"
 
@@ -11,29 +12,6 @@ namespace {
 
 std::string_view bytes(const unsigned char *p, size_t n) {
     return std::string_view(reinterpret_cast<const char *>(p), n);
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date, and back (Howard
-// Hinnant's civil calendar algorithms).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-void civil_from_days(int64_t z, int64_t &y, unsigned &m, unsigned &d) {
-    z += 719468;
-    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    const unsigned doe = static_cast<unsigned>(z - era * 146097);
-    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    const unsigned mp = (5 * doy + 2) / 153;
-    d = doy - (153 * mp + 2) / 5 + 1;
-    m = mp < 10 ? mp + 3 : mp - 9;
-    y = static_cast<int64_t>(yoe) + era * 400 + (m <= 2);
 }
 
 constexpr size_t kIdHex = 2 * KA_ID_LEN, kEdgeHex = 2 * KA_USAGE_EDGE_ID_LEN;

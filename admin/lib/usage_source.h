@@ -50,7 +50,9 @@ public:
 
 // Reads PATH (default: the store's path + ".usage") once it exists.
 std::unique_ptr<UsageSource> make_lmdb_usage_source(std::string usage_db_path);
-// Sums one range read over "<prefix>/usage/<account hex>" per call.
+// Totals: one range read over "<prefix>/usage/<account hex>" per call.
+// Buckets: the time-first "<prefix>/usage_hours|usage_days/<period>/..."
+// keys (usage_keyspace.h), one range for the window or one per period.
 std::unique_ptr<UsageSource> make_etcd_usage_source(etcd::ClientOptions options, std::string prefix);
 
 // What keyauthd wires in: etcd when endpoints are given, else LMDB at

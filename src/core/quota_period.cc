@@ -1,31 +1,11 @@
 #include "quota_period.h"
 
+#include "civil_date.h"
+
 namespace keyauth {
 namespace {
 
 constexpr int64_t kMsPerDay = 86400000;
-
-// Days since 1970-01-01 of a proleptic Gregorian date, and back (Howard
-// Hinnant's civil calendar algorithms).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-void civil_from_days(int64_t z, int64_t &y, unsigned &m) noexcept {
-    z += 719468;
-    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    const unsigned doe = static_cast<unsigned>(z - era * 146097);
-    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    const unsigned mp = (5 * doy + 2) / 153;
-    m = mp < 10 ? mp + 3 : mp - 9;
-    y = static_cast<int64_t>(yoe) + era * 400 + (m <= 2);
-}
 
 int64_t day_of(int64_t now_ms) noexcept {
     if (now_ms < 0) return 0;
@@ -35,8 +15,8 @@ int64_t day_of(int64_t now_ms) noexcept {
 // The first day of the month holding `day`, and of the month after it.
 void month_bounds(int64_t day, int64_t &first, int64_t &next, int64_t &index) noexcept {
     int64_t y;
-    unsigned m;
-    civil_from_days(day, y, m);
+    unsigned m, d;
+    civil_from_days(day, y, m, d);
     first = days_from_civil(y, m, 1);
     next = m == 12 ? days_from_civil(y + 1, 1, 1) : days_from_civil(y, m + 1, 1);
     index = (y - 1970) * 12 + (m - 1);

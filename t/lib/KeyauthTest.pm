@@ -428,6 +428,22 @@ sub console_http {
 
 sub console_locations { "include $ROOT/nginx_conf/console_api.conf;" }
 
+# Locations that charge units three ways, for the usage and quota tests: the
+# IP tool (1 unit a call), /three/ (keyauth_cost 3) and /metered/ (the
+# upstream reports ?u= units in X-Units, keyauth_cost_header).
+sub metered_locations {
+    return <<'LOC';
+        location /v1/ip/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }
+        location /three/ { keyauth on; keyauth_cost 3; proxy_pass http://tool; }
+        location /metered/ {
+            keyauth on;
+            keyauth_cost_header X-Units;
+            proxy_pass http://127.0.0.1:$server_port/units/$is_args$args;
+        }
+        location /units/ { add_header X-Units $arg_u; return 200 "counted\n"; }
+LOC
+}
+
 # The console stack of one mode: keyauthd, on etcd also keyauth-syncd (synced
 # before nginx starts), and nginx with the console API and `locations`.
 sub start_console_stack {
