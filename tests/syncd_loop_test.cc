@@ -455,6 +455,10 @@ TEST(SyncdLoop, AClusterRestoredFromASnapshotIsRebuiltFrom) {
         ASSERT_LT(revoke, rev) << "the restore took the revision back";
         ASSERT_TRUE(kt::wait_until([&] { return metrics.rebuilds() >= 2; }, 30s)) << "rebuilt after the restore";
         ASSERT_TRUE(kt::wait_until([&] { return metrics.handle(healthz()).status == 200; }, 30s));
+        // the rebuild may have read the cluster before the revocation was
+        // written (it then comes through the watch): wait for its revision
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, revoke); }, 30s))
+            << "applied " << metrics.applied_revision() << ", the revocation is " << revoke;
     }
     const Dump d = kt::dump_env(mirror.env());
     EXPECT_EQ(key_status(d, 101), KA_KEY_REVOKED) << "the revocation made after the restore reached the edge";
