@@ -20,8 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import headless_chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -94,12 +93,7 @@ def roll_answer(d, key_id, answer, confirm=None):
     return text
 
 
-options = webdriver.ChromeOptions()
-for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1400,1100", "--no-first-run", "--disable-extensions"):
-    options.add_argument(arg)
-options.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = headless_chromium.start("1400,1100")
 wait = WebDriverWait(driver, 30)
 try:
     driver.get(base + "/console/")

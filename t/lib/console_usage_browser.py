@@ -16,8 +16,7 @@ JSON object of what it saw; exit 0 unless the browser itself failed.
 import json
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+import headless_chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -64,12 +63,7 @@ def drawn_for(d, key):
     return d.execute_script(READ_CHARTS)
 
 
-options = webdriver.ChromeOptions()
-for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-    options.add_argument(arg)
-options.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = headless_chromium.start("1280,1000")
 wait = WebDriverWait(driver, 30)
 try:
     driver.get(base + "/console/")
