@@ -10,6 +10,7 @@
 #include "lmdb_backend.h"
 #include "rfc3339.h"
 #include "temp_dir.h"
+#include "usage_delta.h"
 #include "usage_env.h"
 #include "usage_source.h"
 
@@ -45,14 +46,7 @@ protected:
         std::string err;
         auto env = UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err);
         ASSERT_TRUE(env) << err;
-        UsageDelta d{};
-        std::memcpy(d.account_id, k.account_id.data(), KA_ID_LEN);
-        std::memcpy(d.key_id, k.key_id.data(), KA_ID_LEN);
-        d.allowed = c.allowed;
-        d.rate_limited = c.rate_limited;
-        d.quota_exceeded = c.quota_exceeded;
-        d.units = c.units;
-        d.last_used_ms = bucket_ms;
+        const UsageDelta d = keyauth::testing::usage_delta(k.account_id, k.key_id, c, bucket_ms);
         ASSERT_TRUE(env->add(&d, 1, bucket_ms, err)) << err;
     }
 

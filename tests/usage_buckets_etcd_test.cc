@@ -21,6 +21,7 @@
 #include "store_error.h"
 #include "syncd_metrics.h"
 #include "temp_dir.h"
+#include "usage_delta.h"
 #include "usage_env.h"
 #include "usage_keyspace.h"
 #include "usage_publisher.h"
@@ -49,14 +50,7 @@ void collect(const std::string &path, const Id &account, const Id &key, BucketCo
     std::string err;
     auto env = UsageEnv::open(path, err);
     ASSERT_TRUE(env) << err;
-    UsageDelta d{};
-    std::memcpy(d.account_id, account.data(), KA_ID_LEN);
-    std::memcpy(d.key_id, key.data(), KA_ID_LEN);
-    d.allowed = counts.allowed;
-    d.rate_limited = counts.rate_limited;
-    d.quota_exceeded = counts.quota_exceeded;
-    d.units = counts.units;
-    d.last_used_ms = at_ms;
+    const UsageDelta d = keyauth::testing::usage_delta(account, key, counts, at_ms);
     ASSERT_TRUE(env->add(&d, 1, at_ms, err)) << err;
 }
 

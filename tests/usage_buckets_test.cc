@@ -12,6 +12,7 @@
 
 #include "keyauth_core.h"
 #include "temp_dir.h"
+#include "usage_delta.h"
 #include "usage_bucket.h"
 #include "usage_env.h"
 #include "usage_source.h"
@@ -32,15 +33,7 @@ Id id_of(unsigned char c) {
 }
 
 UsageDelta delta(const Id &account, const Id &key, BucketCounts c) {
-    UsageDelta d{};
-    std::memcpy(d.account_id, account.data(), KA_ID_LEN);
-    std::memcpy(d.key_id, key.data(), KA_ID_LEN);
-    d.allowed = c.allowed;
-    d.rate_limited = c.rate_limited;
-    d.quota_exceeded = c.quota_exceeded;
-    d.units = c.units;
-    d.last_used_ms = kNine;
-    return d;
+    return keyauth::testing::usage_delta(account, key, c, kNine);
 }
 
 using Found = std::map<std::tuple<Id, Id, uint32_t>, BucketCounts>;
