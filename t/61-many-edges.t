@@ -18,7 +18,7 @@ use EtcdCluster;
 use KeyauthTest qw(wait_until);
 use Mirror;
 
-my $OUTAGE = $ENV{KEYAUTH_OUTAGE_SECONDS} // 60;
+my $OUTAGE = $ENV{KEYAUTH_OUTAGE_SECONDS} // 30;
 my $LOCATION = 'location /t/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }';
 
 my $etcd = EtcdCluster->new(members => 3);
