@@ -27,9 +27,20 @@ INCS       := -Isrc/core -Ilmdb_schema -Iadmin/lib $(PKG_CFLAGS)
 TEST_INCS  := -Iadmin/keyauthd -Iadmin/keyauthctl -Iadmin/syncd $(GTEST_CFLAGS)
 # -MMD -MP: each object lists the headers it read (build/**/*.d, included below).
 DEPFLAGS   := -MMD -MP
-# EXTRA_CXXFLAGS / EXTRA_LDFLAGS: a packager's flags (debian/rules passes
-# dpkg-buildflags' hardening ones).
-CXXFLAGS   := $(CXXSTD) -O2 -g -fPIC $(WARN) $(INCS) $(DEPFLAGS) $(EXTRA_CXXFLAGS)
+# OPT_FLAGS / LINK_FLAGS: the programs are built with what dpkg-buildflags
+# gives a Debian package on bookworm (hardening=+all; debian/rules passes
+# dpkg-buildflags' own), so that make deb can reuse these objects. The
+# prefix map keeps this tree's path out of the objects, as in the package.
+OPT_FLAGS  := -g -O2 -ffile-prefix-map=$(CURDIR)=. -fstack-protector-strong -Wformat \
+              -Werror=format-security -Wdate-time -D_FORTIFY_SOURCE=2
+LINK_FLAGS := -Wl,-z,relro -Wl,-z,now
+CXXFLAGS    = $(CXXSTD) -fPIC $(WARN) $(INCS) $(DEPFLAGS) $(OPT_FLAGS)
+# An object is rebuilt when the flags of its tree change (make alone only
+# sees files change): each tree records them in its cxxflags file. The
+# prefix map is left out of the record: it only names the tree, so a copy
+# of these objects elsewhere stays current.
+FLAGS_RECORD = $(BUILD)/obj/cxxflags
+$(BUILD)/obj/cxxflags: RECORD = $(filter-out -ffile-prefix-map=%,$(CXX) $(CXXFLAGS))
 
 # Same hardening as Debian's own nginx build (nginx -V).
 NGX_CC_OPT := -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
@@ -68,7 +79,7 @@ BENCH_PKGS := valgrind libnginx-mod-http-lua
 # nginx_mod build system come with nginx-dev)
 DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: all help deps bench-deps module test test-builds test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
+.PHONY: FORCE all help deps bench-deps module test test-builds test-stress unit unit-asan e2e e2e-asan check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -84,9 +95,15 @@ SAN_TOOLS    := $(ASAN_DIR)/keyauthctl $(ASAN_DIR)/keyauthd $(ASAN_DIR)/keyauth-
 # sees untrusted bytes) link the same objects, so each source is compiled
 # once for all three. Line tables are all a sanitizer's stack trace needs.
 SAN_CXX      := clang++
-SAN_FLAGS    := $(DEPFLAGS) $(CXXSTD) -O1 -gline-tables-only -fno-omit-frame-pointer \
-                -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link \
-                $(WARN) $(INCS) $(TEST_INCS)
+SAN_COMMON   := $(DEPFLAGS) $(CXXSTD) -gline-tables-only -fno-omit-frame-pointer \
+                -fsanitize=address,undefined -fno-sanitize-recover=all $(WARN) $(INCS) $(TEST_INCS)
+SAN_FLAGS    := $(SAN_COMMON) -O1 -fsanitize=fuzzer-no-link
+# The unit tests' own files: what they test is in the objects above, and no
+# fuzzer links them, so they are built unoptimised and without the fuzzer's
+# hooks (40% less compile time, the suite's run time unchanged).
+SAN_TEST_FLAGS := $(SAN_COMMON) -O0
+SAN_RECORD   := $(BUILD)/sanobj/cxxflags
+$(SAN_RECORD): RECORD = $(SAN_CXX) $(SAN_FLAGS) -- tests: $(SAN_TEST_FLAGS)
 SAN_LINK     := $(SAN_CXX) -fsanitize=address,undefined
 FUZZERS      := $(patsubst fuzz/%.cc,$(BUILD)/fuzz/%,$(wildcard fuzz/*.cc))
 FUZZ_SECONDS ?= 60
@@ -101,11 +118,11 @@ all: $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd
 help:
 	@echo "make              build the module, keyauthd, keyauthctl and keyauth-syncd into build/ (installs nothing)"
 	@echo "make deps         install the Debian packages the build and tests need (idempotent)"
-	@echo "make test         deps, then every test: unit (+ASan/UBSan), fuzzers 5 s each, end-to-end (+ASan), layering"
+	@echo "make test         deps, then every test: unit (ASan/UBSan), fuzzers 5 s each, end-to-end (+ASan), layering"
 	@echo "make test-stress  the suites of make test beside STRESS_LOAD (3) busy loops, STRESS_ROUNDS (1) times"
 	@echo "make run          deps, build, seed var/ and run nginx + keyauthd on 127.0.0.1:8080 (Ctrl-C stops)"
 	@echo "make run-cluster  deps, build, and run 3 etcd members, 2 keyauthd, 2 edges (nginx + syncd) on loopback"
-	@echo "make unit         unit tests (GoogleTest)        make unit-asan  the same under ASan + UBSan"
+	@echo "make unit-asan    unit tests (GoogleTest) under ASan + UBSan (make test)   make unit  the same, plain"
 	@echo "make e2e          end-to-end tests (prove t/)    make e2e-asan   against sanitizer builds"
 	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (60)"
 	@echo "make check-layering  fail if a file includes across a layer it must not"
@@ -195,16 +212,24 @@ $(MODULE): $(NGX_DEPS) | $(NGX_CONFIGURE)
 	@# a new inode: a running nginx keeps its mapping of the old module
 	cp $(NGX_BUILD)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
-$(BUILD)/obj/%.o: %.cc
+$(BUILD)/%/cxxflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(RECORD)' | cmp -s - $@ || echo '$(RECORD)' > $@
+
+$(BUILD)/obj/%.o: %.cc $(FLAGS_RECORD)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/sanobj/%.o: %.cc
+$(BUILD)/sanobj/%.o: %.cc $(SAN_RECORD)
 	@mkdir -p $(dir $@)
 	$(SAN_CXX) $(SAN_FLAGS) -c $< -o $@
 
+$(BUILD)/sanobj/tests/%.o: tests/%.cc $(SAN_RECORD)
+	@mkdir -p $(dir $@)
+	$(SAN_CXX) $(SAN_TEST_FLAGS) -c $< -o $@
+
 # the unit tests see the programs' headers too
-$(BUILD)/obj/tests/%.o: tests/%.cc
+$(BUILD)/obj/tests/%.o: tests/%.cc $(FLAGS_RECORD)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(TEST_INCS) -c $< -o $@
 
@@ -258,13 +283,13 @@ e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 	KEYAUTH_BUILD=$(ASAN_DIR) prove --timer -r -j2 t/
 
 $(BUILD)/keyauthctl: $(call obj,obj,$(KEYAUTHCTL_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
-	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CXX) $(LINK_FLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/keyauthd: $(call obj,obj,$(KEYAUTHD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
-	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS) -pthread
+	$(CXX) $(LINK_FLAGS) -o $@ $^ $(LIBS) -pthread
 
 $(BUILD)/keyauth-syncd: $(call obj,obj,$(SYNCD_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
-	$(CXX) $(EXTRA_LDFLAGS) -o $@ $^ $(LIBS) -pthread
+	$(CXX) $(LINK_FLAGS) -o $@ $^ $(LIBS) -pthread
 
 # The three programs without the module (debian/rules builds the module
 # with nginx-dev's nginx_mod build system).
@@ -286,42 +311,51 @@ unit-asan: $(BUILD)/unit_tests_asan
 e2e: all
 	prove --timer -r -j2 t/
 
-TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd $(BUILD)/unit_tests \
+TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-# make test in two phases. First the plain end-to-end run, which needs only
-# `all` and mostly waits on its servers, beside the build of everything else
-# (the sanitizer tree, the unit tests), which takes the CPU it leaves. Then,
-# TEST_JOBS (2) at a time, longest first: the ASan end-to-end run beside the
-# unit suites and the fuzzers (which mostly wait on etcd and redis members).
-# Two end-to-end runs never share the machine. Each suite's output is shown
-# whole when it ends, with its time.
-TEST_PHASE1 := e2e test-builds
-TEST_PHASE2 := e2e-asan unit unit-asan fuzz-short check-layering
-TEST_SUITES := $(TEST_PHASE1) $(TEST_PHASE2)
-TEST_JOBS   ?= 2
-# -j3 for the first phase: the end-to-end run holds one job slot throughout,
-# and the build (a sub-make sharing the job server) keeps two compilers busy.
-RUN_PHASE1   = $(MAKE) --no-print-directory -j3 --output-sync=target $(addprefix timed-,$(TEST_PHASE1))
-RUN_PHASE2   = $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_PHASE2))
+# make test: every suite, started as soon as what it needs is built, in one
+# make with TEST_JOBS (4) job slots. At once: the plain end-to-end run (it
+# needs only `all` and mostly waits on its servers), as root (CI is) the
+# Debian packages' build, install, run and purge (test-deb: it reuses the
+# plain objects, and mostly waits too), and the build of the sanitizer tree
+# (a sub-make sharing the job server, two compilers while the others run).
+# Once that tree is built, the unit tests (once, in the sanitizer build;
+# make unit runs them in the plain one), the fuzzers and the layering check;
+# once the plain end-to-end run is over too, the ASan one: two end-to-end
+# runs never share the machine. Every suite runs, whatever another's result;
+# each one's output is shown whole when it ends, with its time, and make test
+# fails at the end if any failed, naming them.
+TEST_DEB    := $(if $(filter 0,$(shell id -u)),test-deb)
+TEST_SUITES := e2e test-builds $(TEST_DEB) unit-asan fuzz-short check-layering e2e-asan
+TEST_JOBS   ?= 4
+TEST_FAILED  = $(BUILD)/test-failed
+RUN_SUITES   = rm -f $(TEST_FAILED); \
+               $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_SUITES)); \
+               if [ -s $(TEST_FAILED) ]; then echo "make test: FAILED:" $$(cat $(TEST_FAILED)); false; fi
+
+timed-unit-asan timed-fuzz-short: | timed-test-builds
+timed-e2e-asan: | timed-test-builds timed-e2e
 
 test-builds:
 	@$(MAKE) --no-print-directory $(TEST_BUILDS)
 
 test: deps
 	$(MAKE) -j2 all
-	@$(RUN_PHASE1) && $(RUN_PHASE2)
+	@$(RUN_SUITES)
 
-# timed-SUITE: SUITE, saying how long it took (never .PHONY: pattern rules
-# do not apply to those).
+# timed-SUITE: SUITE, saying how long it took; a failure is written down for
+# make test (so the suites after it still run). Never .PHONY: pattern rules
+# do not apply to those.
 timed-%:
 	@start=$$(date +%s); \
 	if $(MAKE) --no-print-directory $*; then \
 	  echo "make test: $* passed in $$(( $$(date +%s) - start )) s"; \
-	else echo "make test: $* FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi
+	else echo "make test: $* FAILED after $$(( $$(date +%s) - start )) s"; \
+	  mkdir -p $(dir $(TEST_FAILED)) && echo $* >> $(TEST_FAILED); fi
 
 # The suites of make test on a busy machine: STRESS_LOAD (3) CPU-bound loops
 # run beside them, for STRESS_ROUNDS (1) rounds; every suite runs in every
-# round (make -k), and it fails if any round failed. The loops are killed when
+# round, and it fails if any round failed. The loops are killed when
 # it ends, however it ends: a trap, and each loop stops by itself once this
 # recipe's shell or make is gone (kill -9, or make killed alone).
 STRESS_ROUNDS ?= 1
@@ -336,8 +370,7 @@ test-stress: deps
 	failed=; \
 	for r in $$(seq $(STRESS_ROUNDS)); do \
 	  echo "test-stress: round $$r of $(STRESS_ROUNDS), $(STRESS_LOAD) busy loops beside it:$$hogs"; \
-	  $(RUN_PHASE1) -k || failed="$$failed $$r"; \
-	  $(RUN_PHASE2) || failed="$$failed $$r"; \
+	  ( $(RUN_SUITES) ) || failed="$$failed $$r"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-stress: FAILED in round(s)$$failed of $(STRESS_ROUNDS)"; exit 1; fi; \
 	echo "test-stress: all $(STRESS_ROUNDS) round(s) passed"
@@ -367,18 +400,27 @@ bench-shared: deps
 	@$(MAKE) --no-print-directory all
 	@bench/shared-limits.pl
 
-# The packages, from the tracked files (a clean tree, whatever build/
-# holds; and uPlot from tools/console/node_modules, as no npm runs in the
-# build), with dpkg-buildpackage; lintian must find no error and no warning
-# that debian/*.lintian-overrides does not explain.
-DEB_DIR := $(BUILD)/deb
+# The packages, from the tracked files (and uPlot from
+# tools/console/node_modules, as no npm runs in the build), with
+# dpkg-buildpackage; lintian must find no error and no warning that
+# debian/*.lintian-overrides does not explain. The programs' objects of this
+# tree go in with the sources, made current first: debian/rules builds with
+# the same flags (OPT_FLAGS), so its make finds them up to date and only
+# links, unless the flags differ (the flags record), when it compiles them
+# all again. The tree is fresh, so dpkg-buildpackage's pre-clean is skipped.
+DEB_DIR  := $(BUILD)/deb
+DEB_TREE := $(DEB_DIR)/src/keyauth
+DEB_OBJ  := $(DEB_TREE)/debian/build-progs/obj
 
 deb: deps
-	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/keyauth
-	@git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/src/keyauth
-	@mkdir -p $(DEB_DIR)/src/keyauth/$(dir $(UPLOT)) && cp -a $(UPLOT) $(DEB_DIR)/src/keyauth/$(UPLOT)
+	@$(MAKE) --no-print-directory programs
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_TREE) $(DEB_OBJ)
+	@git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(DEB_TREE)
+	@mkdir -p $(DEB_TREE)/$(dir $(UPLOT)) && cp -a $(UPLOT) $(DEB_TREE)/$(UPLOT)
+	@cp -a $(FLAGS_RECORD) $(BUILD)/obj/src $(BUILD)/obj/admin $(DEB_OBJ)/
+	@find $(DEB_OBJ) -name '*.d' -exec sed -i 's|^$(BUILD)/obj/|debian/build-progs/obj/|' {} +
 	@echo "make deb: dpkg-buildpackage (log: $(DEB_DIR)/build.log)"
-	@cd $(DEB_DIR)/src/keyauth && dpkg-buildpackage -b --no-sign -j2 > $(CURDIR)/$(DEB_DIR)/build.log 2>&1 \
+	@cd $(DEB_TREE) && dpkg-buildpackage -b --no-sign --no-pre-clean -j2 > $(CURDIR)/$(DEB_DIR)/build.log 2>&1 \
 	  || { tail -40 $(CURDIR)/$(DEB_DIR)/build.log; exit 1; }
 	@mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.changes $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/
 	@ls $(DEB_DIR)/*.deb
