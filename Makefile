@@ -279,8 +279,18 @@ $(ASAN_DIR)/keyauth-syncd: $(call obj,sanobj,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
+# prove runs E2E_JOBS files at a time, the longest first (so none of them
+# starts last and runs alone); the ASan run, at the end of make test with
+# the machine nearly to itself, E2E_ASAN_JOBS.
+E2E_JOBS      ?= 2
+E2E_ASAN_JOBS ?= 4
+E2E_LONGEST   := t/61-many-edges.t t/09-cli.t t/15-core-dumps.t t/19-lifecycle-cli.t t/17-console-abuse.t \
+                 t/50-faults.t t/70-shared-limits.t t/25-console-page.t t/29-usage-over-time.t \
+                 t/66-quota-redis.t t/18-lifecycle.t
+E2E_FILES     := $(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(sort $(wildcard t/*.t)))
+
 e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
-	KEYAUTH_BUILD=$(ASAN_DIR) prove --timer -r -j2 t/
+	KEYAUTH_BUILD=$(ASAN_DIR) prove --timer -j$(E2E_ASAN_JOBS) $(E2E_FILES)
 
 $(BUILD)/keyauthctl: $(call obj,obj,$(KEYAUTHCTL_SRCS)) $(LIB_OBJS) $(CORE_OBJS)
 	$(CXX) $(LINK_FLAGS) -o $@ $^ $(LIBS)
@@ -304,12 +314,22 @@ $(BUILD)/unit_tests_asan: $(SAN_OBJS)
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests --gtest_brief=1
 
+# UNIT_SHARDS (2) processes, each a share of the tests (GoogleTest's
+# sharding): most of them wait on etcd and Redis members of their own.
+# Each share's output is shown after it ends.
+UNIT_SHARDS ?= 2
 unit-asan: $(BUILD)/unit_tests_asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(BUILD)/unit_tests_asan --gtest_brief=1
+	@pids=; for i in $$(seq 0 $$(( $(UNIT_SHARDS) - 1 ))); do \
+	  GTEST_TOTAL_SHARDS=$(UNIT_SHARDS) GTEST_SHARD_INDEX=$$i \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(BUILD)/unit_tests_asan --gtest_brief=1 > $(BUILD)/unit-asan-$$i.log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	rc=0 i=0; for p in $$pids; do \
+	  wait $$p || rc=1; echo "unit-asan: share $$i of $(UNIT_SHARDS)"; cat $(BUILD)/unit-asan-$$i.log; i=$$((i + 1)); \
+	done; exit $$rc
 
 e2e: all
-	prove --timer -r -j2 t/
+	prove --timer -j$(E2E_JOBS) $(E2E_FILES)
 
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd \
                $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)

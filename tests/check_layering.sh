@@ -22,15 +22,18 @@ check() {
     local core_files
     core_files=$(find "$root/src/core" -name '*.cc' -o -name '*.h' 2>/dev/null | sort)
     if [ -n "$core_files" ]; then
+        # each folder's include lines are read once, then searched per header
+        local core_includes
+        core_includes=$(includes $core_files)
         while IFS= read -r hit; do
             say "src/core includes nginx: ${hit#"$root"/}"
-        done < <(includes $core_files | grep -E '[<"](ngx_|nginx)' || true)
+        done < <(grep -E '[<"](ngx_|nginx)' <<< "$core_includes" || true)
         local lib_headers
         lib_headers=$(headers_of "$root/admin/lib")
         for h in $lib_headers; do
             while IFS= read -r hit; do
                 say "src/core includes the admin library's $h: ${hit#"$root"/}"
-            done < <(includes $core_files | grep -E "[<\"/]$h[>\"]" || true)
+            done < <(grep -E "[<\"/]$h[>\"]" <<< "$core_includes" || true)
         done
     fi
 
@@ -44,6 +47,12 @@ check() {
 
     local programs
     programs=$(find "$root/admin" -mindepth 1 -maxdepth 1 -type d ! -name lib -printf '%f\n' 2>/dev/null | sort)
+    local lib_includes q
+    lib_includes=$(includes $(find "$root/admin/lib" -name '*.cc' -o -name '*.h' 2>/dev/null | sort))
+    declare -A program_includes=()
+    for q in $programs; do
+        program_includes[$q]=$(includes $(find "$root/admin/$q" -name '*.cc' -o -name '*.h' | sort))
+    done
     for p in $programs; do
         local theirs
         theirs=$(headers_of "$root/admin/$p")
@@ -51,7 +60,7 @@ check() {
         for h in $theirs; do
             while IFS= read -r hit; do
                 say "admin/lib includes $p's $h: ${hit#"$root"/}"
-            done < <(includes $(find "$root/admin/lib" -name '*.cc' -o -name '*.h' | sort) | grep -E "[<\"/]$h[>\"]" || true)
+            done < <(grep -E "[<\"/]$h[>\"]" <<< "$lib_includes" || true)
         done
         # nor another program
         for q in $programs; do
@@ -60,7 +69,7 @@ check() {
                 [ -e "$root/admin/$q/$h" ] && continue  # its own header of that name
                 while IFS= read -r hit; do
                     say "admin/$q includes $p's $h: ${hit#"$root"/}"
-                done < <(includes $(find "$root/admin/$q" -name '*.cc' -o -name '*.h' | sort) | grep -E "[<\"/]$h[>\"]" || true)
+                done < <(grep -E "[<\"/]$h[>\"]" <<< "${program_includes[$q]}" || true)
             done
         done
     done
