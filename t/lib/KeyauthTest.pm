@@ -171,12 +171,18 @@ sub db  { $_[0]{db} }
 
 # A port nobody listens on now. Parallel test files may race for it, so
 # start_nginx retries with fresh ports when the bind fails.
+# The kernel may offer a closed port again at once: a port this test was
+# already given is never given twice (nginx and its upstream on one port).
+my %handed_out;
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
-        or die "cannot bind: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
+            or die "cannot bind: $!";
+        my $port = $s->sockport;
+        close $s;
+        return $port unless $handed_out{$port}++;
+    }
+    die "no new free port in 100 tries";
 }
 
 # Runs keyauthctl with --json; returns (exit code, decoded stdout or undef, stderr).
