@@ -11,20 +11,25 @@ use KeyauthTest qw(wait_until);
 
 sub code_of { (KeyauthTest::json_body($_[0]) // {})->{error}{code} // '' }
 
-# Creates keys through keyauthd until it refuses one; returns (created, refusal).
 # nginx with one keyed location in front of the IP lookup tool.
 sub start_edge {
     my ($t, %o) = @_;
     $t->start_nginx(%o, locations => 'location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }');
 }
 
+# A key of about 3 KB (a long name, 32 scopes): a few hundred fill a small
+# disk, so that filling it takes seconds, not thousands of calls.
+my @BIG_SCOPES = ('ip:read', map { sprintf 'res%02d%s:read%s', $_, 'x' x 26, 'y' x 27 } 1 .. 31);
+my $BIG_KEY = sprintf '{"name":"%s","scopes":[%s],"rateLimitPerMinute":5}',
+    'n' x 200, join ',', map { qq{"$_"} } @BIG_SCOPES;
+
+# Creates keys through keyauthd until it refuses one; returns (created, refusal).
 sub fill_store {
-    my ($t, $acc, $body) = @_;
-    $body //= '{"name":"filler","scopes":["ip:read"],"rateLimitPerMinute":5}';
+    my ($t, $acc) = @_;
     my $created = 0;
     for (1 .. 20000) {
         my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
-            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$body);
+            "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$BIG_KEY);
         return ($created, $res) if $res->{status} != 201;
         $created++;
     }
@@ -101,11 +106,7 @@ subtest 'a map that cannot grow: 507 naming the store, the edge unaffected, then
     my $early = $t->key(account => $acc->{id});
     $t->start_keyauthd(map_size_mib => 1);
     start_edge($t);
-    # large keys, so that a few hundred fill the disk
-    my @scopes = ('ip:read', map { sprintf 'res%02d%s:read%s', $_, 'x' x 26, 'y' x 27 } 1 .. 31);
-    my $big = sprintf '{"name":"%s","scopes":[%s],"rateLimitPerMinute":5}',
-        'n' x 200, join ',', map { qq{"$_"} } @scopes;
-    my ($created, $full) = fill_store($t, $acc, $big);
+    my ($created, $full) = fill_store($t, $acc);
     ok $full, "the store filled its disk after $created keys";
     is $full && $full->{status}, 507, 'status 507';
     is code_of($full), 'STORE_FULL', 'STORE_FULL';
@@ -122,7 +123,7 @@ subtest 'a map that cannot grow: 507 naming the store, the edge unaffected, then
         'keys still authenticate at the edge';
     system('mount', '-o', 'remount,size=64m', $mnt);
     my $res = KeyauthTest::http_request($t->keyauthd_port, POST => '/v1/keys',
-        "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$big);
+        "Authorization: Bearer $acc->{consoleToken}", 'Content-Type: application/json', \$BIG_KEY);
     is $res->{status}, 201, 'with room on the disk, keyauthd grows the map and creates again, no restart';
     my $secret = (KeyauthTest::json_body($res) // {})->{secret} // '';
     is $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $secret")->{status}, 200,

@@ -91,6 +91,9 @@ sub hammer {
             while (time < $end) {
                 my $st = eval { get($edges[$i], $secret)->{status} } // 0;
                 $n{ $st == 200 || $st == 429 ? $st : 'other' }++;
+                # a few hundred a second per edge, twenty times the key's
+                # rate at least: a tight loop only burns the machine's CPU
+                sleep 0.002;
             }
             open my $fh, '>', $out or POSIX::_exit(1);
             print $fh "$n{200} $n{429} $n{other}\n";

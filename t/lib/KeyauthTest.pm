@@ -595,9 +595,14 @@ sub request {
 # ->progress (successes, failures so far), so that a test can wait until
 # requests have flowed rather than guess a time; ->stop ends it and ->finish
 # waits for its end, both returning (successes, failures), a failure being any
-# non-200 or connection error.
+# non-200 or connection error. $seconds may be { seconds => N, pause => S }:
+# S seconds between requests (0.002 by default, a few hundred a second, for
+# the short windows of a reload or an upgrade; a fault that lasts half a
+# minute is seen as well at 0.02, for a tenth of the CPU).
 sub background_client {
     my ($self, $seconds, $path, @headers) = @_;
+    my $pause = 0.002;
+    ($seconds, $pause) = ($seconds->{seconds}, $seconds->{pause} // $pause) if ref $seconds;
     my $port = $self->{port};
     my $out = "$self->{dir}/client-" . time . "-$$.out";
     unlink "$out.stop";
@@ -612,9 +617,9 @@ sub background_client {
             # the counts only grow: one write over the old one, never shorter
             sysseek $progress, 0, 0;
             syswrite $progress, "$ok $bad\n";
-            # paced, a few hundred a second: every moment of a fault still
-            # sees requests, and the suites beside it keep their CPU
-            select undef, undef, undef, 0.002;
+            # paced: every moment of a fault still sees requests, and the
+            # suites beside it keep their CPU
+            select undef, undef, undef, $pause;
         }
         open my $fh, '>', $out or die $!;
         print $fh "$ok $bad\n";

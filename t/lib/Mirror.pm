@@ -8,6 +8,7 @@ package Mirror;
 # LMDB is read with mdb_dump (lmdb-utils), etcd with etcdctl. Core Perl only.
 #
 #   my @diff = Mirror::differences($edge_db_dir, $etcd_cluster);
+#   my @diff = Mirror::differences($edge_db_dir, Mirror::etcd_records($etcd_cluster));
 #   is_deeply \@diff, [], 'the mirror equals etcd';
 
 use strict;
@@ -61,9 +62,11 @@ sub etcd_records {
 }
 
 # Every difference, as "table key: lmdb X, etcd Y" lines (at most 20).
+# $etcd is the cluster, or what etcd_records read from it once for several
+# edges (a few MB of JSON at a few thousand keys: seconds of pure Perl).
 sub differences {
     my ($dir, $etcd) = @_;
-    my ($l, $e) = (lmdb_records($dir), etcd_records($etcd));
+    my ($l, $e) = (lmdb_records($dir), ref $etcd eq 'HASH' ? $etcd : etcd_records($etcd));
     my @diff;
     for my $table (@TABLES) {
         my %keys = (%{ $l->{$table} }, %{ $e->{$table} });
