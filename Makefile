@@ -79,7 +79,7 @@ BENCH_PKGS := valgrind libnginx-mod-http-lua
 # nginx_mod build system come with nginx-dev)
 DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: FORCE all help deps bench-deps module test test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
+.PHONY: FORCE all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -343,30 +343,38 @@ E2E_PLAIN_ONLY := $(shell grep -l 'skip .* if \$$ASAN' t/*.t)
 e2e-plain-only: all
 	prove --timer -j$(E2E_JOBS) $(E2E_PLAIN_ONLY)
 
+# what the ASan end-to-end run needs, then everything the suites need
+ASAN_BUILDS := $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
 TEST_BUILDS := $(MODULE) $(BUILD)/keyauthctl $(BUILD)/keyauthd $(BUILD)/keyauth-syncd \
-               $(BUILD)/unit_tests_asan $(FUZZERS) $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
+               $(ASAN_BUILDS) $(BUILD)/unit_tests_asan $(FUZZERS)
 # make test: every suite, started as soon as what it needs is built, in one
 # make with TEST_JOBS (4) job slots. At once: the plain-only end-to-end files
 # (they need only `all`), as root (CI is) the Debian packages' build,
 # install, run and purge (test-deb: it reuses the plain objects, and mostly
-# waits), and the build of the sanitizer tree (a sub-make sharing the job
-# server, two compilers while the others run). Once that tree is built, the
-# unit tests and the end-to-end files (once each, in the sanitizer build;
-# make unit and make e2e run them in the plain one), the fuzzers and the
-# layering check; the ASan end-to-end run never shares the machine with the
+# waits), the layering check, and the sanitizer build of the module and the
+# programs (a sub-make sharing the job server). Once those are built, the
+# ASan end-to-end run (each file once; make e2e runs them all plain), while
+# the rest of the sanitizer tree builds (the unit tests and the fuzzers: the
+# compilers fill the time the end-to-end files wait on their servers); then
+# the unit tests (once, in the sanitizer build; make unit runs them plain)
+# and the fuzzers. The ASan end-to-end run never shares the machine with the
 # plain one. Every suite runs, whatever another's result; each one's output
 # is shown whole when it ends, with its time, and make test fails at the end
 # if any failed, naming them.
 TEST_DEB     = $(if $(filter 0,$(shell id -u)),test-deb)
-TEST_SUITES  = e2e-plain-only test-builds $(TEST_DEB) unit-asan fuzz-short check-layering e2e-asan
+TEST_SUITES  = e2e-plain-only asan-builds $(TEST_DEB) check-layering test-builds e2e-asan unit-asan fuzz-short
 TEST_JOBS   ?= 4
 TEST_FAILED  = $(BUILD)/test-failed
 RUN_SUITES   = rm -f $(TEST_FAILED); \
                $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_SUITES)); \
                if [ -s $(TEST_FAILED) ]; then echo "make test: FAILED:" $$(cat $(TEST_FAILED)); false; fi
 
+timed-test-builds: | timed-asan-builds
+timed-e2e-asan: | timed-asan-builds timed-e2e-plain-only
 timed-unit-asan timed-fuzz-short: | timed-test-builds
-timed-e2e-asan: | timed-test-builds timed-e2e-plain-only
+
+asan-builds:
+	@$(MAKE) --no-print-directory $(ASAN_BUILDS)
 
 test-builds:
 	@$(MAKE) --no-print-directory $(TEST_BUILDS)
