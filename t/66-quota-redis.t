@@ -135,7 +135,10 @@ for my $e (@edges) {
 $redis->start;
 ok(redis_up(1), 'syncd reconnected to Redis');
 for my $e (@edges) {
-    like($e->syncd_log, qr/"quota redis recovered"/, 'the recovery logged');
+    # the gauge is up once the connection is, the log line once its first
+    # round has gone through: a moment later
+    ok(wait_until(sub { $e->syncd_log =~ /"quota redis recovered"/ }, 30, 'the recovery in the log'),
+       'the recovery logged') or diag $e->syncd_log;
     my $fails = () = $e->syncd_log =~ /"quota redis failed"/g;
     is($fails, 1, 'the failure logged once');
 }
