@@ -349,7 +349,7 @@ e2e: all
 # only the files with assertions a sanitizer build cannot make (each skips
 # them under ASan: core dumps, resident memory); the plain build is also what
 # test-deb installs and runs. make e2e runs every file plain.
-E2E_PLAIN_ONLY := $(shell grep -l 'skip .* if \$$ASAN' t/*.t)
+E2E_PLAIN_ONLY  = $(shell grep -l 'skip .* if \$$ASAN' t/*.t)
 e2e-plain-only: all
 	prove --timer -j$(E2E_JOBS) $(E2E_PLAIN_ONLY)
 
