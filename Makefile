@@ -36,11 +36,13 @@ OPT_FLAGS  := -g -O2 -ffile-prefix-map=$(CURDIR)=. -fstack-protector-strong -Wfo
 LINK_FLAGS := -Wl,-z,relro -Wl,-z,now
 CXXFLAGS    = $(CXXSTD) -fPIC $(WARN) $(INCS) $(DEPFLAGS) $(OPT_FLAGS)
 # An object is rebuilt when the flags of its tree change (make alone only
-# sees files change): each tree records them in its cxxflags file. The
-# prefix map is left out of the record: it only names the tree, so a copy
-# of these objects elsewhere stays current.
+# sees files change): each tree records them in its cxxflags file, a
+# prerequisite of its objects. The prefix map is left out of the record: it
+# only names the tree, so a copy of these objects elsewhere stays current.
+# The records are written when make reads this file (record_flags, below),
+# never by a rule: a rule that runs on every make had make -j rebuild
+# objects that were up to date, those it looked at while the rule ran.
 OBJ_RECORD := $(BUILD)/obj/cxxflags
-$(OBJ_RECORD): RECORD = $(filter-out -ffile-prefix-map=%,$(CXX) $(CXXFLAGS))
 
 # Same hardening as Debian's own nginx build (nginx -V).
 NGX_CC_OPT := -g -O2 -fstack-protector-strong -Wformat -Werror=format-security \
@@ -79,7 +81,7 @@ BENCH_PKGS := valgrind libnginx-mod-http-lua
 # nginx_mod build system come with nginx-dev)
 DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: FORCE all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -106,7 +108,6 @@ SAN_FLAGS    := $(SAN_COMMON) -O1 -fsanitize=fuzzer-no-link
 SAN_TEST_FLAGS := $(SAN_COMMON) -O0
 SAN_UNFUZZED := admin/lib/http_server.cc
 SAN_RECORD   := $(BUILD)/sanobj/cxxflags
-$(SAN_RECORD): RECORD = $(SAN_CXX) $(SAN_FLAGS) -- tests, $(SAN_UNFUZZED): $(SAN_TEST_FLAGS)
 SAN_LINK     := $(SAN_CXX) -fsanitize=address,undefined
 FUZZERS      := $(patsubst fuzz/%.cc,$(BUILD)/fuzz/%,$(wildcard fuzz/*.cc))
 FUZZ_SECONDS ?= 60
@@ -215,9 +216,13 @@ $(MODULE): $(NGX_DEPS) | $(NGX_CONFIGURE)
 	@# a new inode: a running nginx keeps its mapping of the old module
 	cp $(NGX_BUILD)/ngx_http_keyauth_module.so $@.tmp && mv -f $@.tmp $@
 
-$(BUILD)/%/cxxflags: FORCE
-	@mkdir -p $(dir $@)
-	@echo '$(RECORD)' | cmp -s - $@ || echo '$(RECORD)' > $@
+# record_flags FILE TEXT: TEXT into FILE unless it holds it already (so its
+# time changes only with the flags). Not for make clean or make help.
+record_flags = $(shell mkdir -p $(dir $(1)) && { echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1); })
+ifneq ($(filter-out clean help,$(or $(MAKECMDGOALS),all)),)
+$(call record_flags,$(OBJ_RECORD),$(filter-out -ffile-prefix-map=%,$(CXX) $(CXXFLAGS)))
+$(call record_flags,$(SAN_RECORD),$(SAN_CXX) $(SAN_FLAGS) -- tests and $(SAN_UNFUZZED): $(SAN_TEST_FLAGS))
+endif
 
 $(BUILD)/obj/%.o: %.cc $(OBJ_RECORD)
 	@mkdir -p $(dir $@)
