@@ -40,6 +40,14 @@ sub etcd_revision {
     my (undef, $out) = $etcd->etcdctl('endpoint', 'status', '-w', 'json');
     return ($out =~ /"revision":(\d+)/)[0] // 0;
 }
+# CPU seconds (user + system) a process has used so far: where a phase's
+# time went, syncd's own work or etcd's answering it.
+sub cpu_seconds {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return 0;
+    my @f = split ' ', (<$fh> =~ s/^.*\) //r);
+    return ($f[11] + $f[12]) / 100;
+}
 sub make_keys {
     my ($n) = @_;
     my $t0 = time;
@@ -78,23 +86,27 @@ my $events0 = $edges[1]->syncd_metric('keyauth_syncd_events_total') // 0;  # not
 kill 'STOP', $edges[1]->syncd_pid;
 make_keys($CATCHUP);
 my $target = etcd_revision();
+my ($syncd_cpu, $etcd_cpu) = (cpu_seconds($edges[1]->syncd_pid), cpu_seconds($etcd->pid(0)));
 my $t0 = time;
 kill 'CONT', $edges[1]->syncd_pid;
 $edges[1]->wait_synced($target, 600) or die 'no catch-up';
 my $secs = time - $t0;
 my $events = ($edges[1]->syncd_metric('keyauth_syncd_events_total') // 0) - $events0;
-printf "syncd catch-up: %d events (%d keys) in %.2f s = %.0f events/s, %.0f keys/s\n",
-    $events, $CATCHUP, $secs, $events / $secs, $CATCHUP / $secs;
+printf "syncd catch-up: %d events (%d keys) in %.2f s = %.0f events/s, %.0f keys/s (CPU: syncd %.2f s, etcd %.2f s)\n",
+    $events, $CATCHUP, $secs, $events / $secs, $CATCHUP / $secs,
+    cpu_seconds($edges[1]->syncd_pid) - $syncd_cpu, cpu_seconds($etcd->pid(0)) - $etcd_cpu;
 
 # 3. bootstrap of an empty edge at KEYS keys
 my $have = $REVOCATIONS + $CATCHUP + 1;
 my $fill = make_keys($KEYS > $have ? $KEYS - $have : 0);
 printf "loaded %d keys through keyauthctl --etcd in %.0f s (%.0f keys/s, 40 a txn)\n", $KEYS - $have, $fill, ($KEYS - $have) / ($fill || 1);
 my $e = KeyauthTest->new(etcd => $endpoints);
+$etcd_cpu = cpu_seconds($etcd->pid(0));
 $t0 = time;
 $e->start_syncd;
 $e->wait_synced(etcd_revision(), 3600) or die 'no bootstrap';
 $secs = time - $t0;
+printf "bootstrap CPU: syncd %.1f s, etcd %.1f s\n", cpu_seconds($e->syncd_pid), cpu_seconds($etcd->pid(0)) - $etcd_cpu;
 my $bytes = -s $e->db . '/data.mdb';
 my $used = `mdb_stat -e @{[ $e->db ]}` =~ /Number of pages used: (\d+)/ ? $1 * 4096 : 0;
 printf "bootstrap of an empty edge: %d keys in %.1f s = %.0f keys/s; LMDB %.0f bytes/key in use\n",

@@ -9,6 +9,7 @@
 
 #include "etcd_keyspace.h"
 #include "record_changes.h"
+#include "snapshot_reader.h"
 #include "store_error.h"
 #include "syncd_log.h"
 
@@ -166,7 +167,6 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason)
                                   {"prefix", options_.prefix},
                                   {"fromRevision", old ? old->revision : 0}});
     std::unique_ptr<Mirror::Rebuild> rb = mirror_.begin_rebuild();
-    int64_t revision = 0;
     std::optional<std::string> refused;  // by apply_records or LMDB
     std::vector<RecordChange> refused_page;
     std::optional<Refusal> refusal;
@@ -174,37 +174,35 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason)
     // a long rebuild (millions of keys) says how far it is every 5 s
     auto next_progress = t0 + std::chrono::seconds(5);
     etcd::Status s;
-    // every range at the revision the first one was read at: one snapshot
-    for (etcd::RangeRequest &range : snapshot_ranges(options_.prefix)) {
-        range.revision = revision;
-        s = client_->range_all(
-            range, options_.page_size,
-            [&](const etcd::RangeResponse &page) {
-                if (page.kvs.empty()) return true;
-                Batch b = batch_of_kvs(options_.prefix, page.kvs);
+    int64_t revision = 0;
+    {
+        // etcd answers the next pages while this thread writes one
+        SnapshotReader reader(*client_, options_.prefix, options_.page_size, stop_);
+        try {
+            while (std::optional<Batch> b = reader.next()) {
                 try {
-                    rb->add(b.changes);
-                    if (Clock::now() >= next_progress) {
-                        log_event("rebuild progress", {{"records", rb->records()}, {"ms", ms_since(t0)}});
-                        next_progress = Clock::now() + std::chrono::seconds(5);
-                    }
+                    rb->add(b->changes);
                 } catch (const StoreError &e) {  // a record this build cannot apply
                     refused = e.what();
-                    refusal = rb->refused(b.changes);
-                    refused_page = std::move(b.changes);
-                    return false;
+                    refusal = rb->refused(b->changes);
+                    refused_page = std::move(b->changes);
+                    break;
                 } catch (const std::exception &e) {  // lmdb::error: a full map...
                     refused = e.what();
-                    return false;
-                } catch (...) {
-                    failed = std::current_exception();
-                    return false;
+                    break;
                 }
-                return !stopping();
-            },
-            &revision);
-        if (!s.ok() || failed || refused || stopping()) break;
-    }
+                if (Clock::now() >= next_progress) {
+                    log_event("rebuild progress", {{"records", rb->records()}, {"ms", ms_since(t0)}});
+                    next_progress = Clock::now() + std::chrono::seconds(5);
+                }
+                if (stopping()) break;
+            }
+        } catch (...) {  // the reader's, or anything else
+            failed = std::current_exception();
+        }
+        revision = reader.revision();
+        if (!refused && !failed && !stopping()) s = reader.status();
+    }  // the reader stops and is gone: the client is this thread's again
     if (failed) std::rethrow_exception(failed);  // run() logs it; the Rebuild removes its directory
     if (refused) {
         if (refusal) {
