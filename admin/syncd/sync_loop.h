@@ -43,7 +43,11 @@ namespace keyauth::syncd {
 struct SyncOptions {
     etcd::ClientOptions etcd;
     std::string prefix = "/keyauth/1";
-    int64_t page_size = 1000;  // keys per range page of a rebuild (one LMDB txn each)
+    // keys per range page of a rebuild (one LMDB txn each): a keys_by_hash
+    // range of a 1M-key store (about 3,900 keys) in one page, as etcd 3.4
+    // walks the rest of the range for every page (1M keys: etcd 18.5 CPU-s
+    // against 23 for pages of 1,000)
+    int64_t page_size = 5000;
     std::chrono::milliseconds backoff_min{100};
     std::chrono::milliseconds backoff_max{5000};
     // how often a progress notification's revision is written to the store
