@@ -76,17 +76,26 @@ std::vector<Record> read_serially(etcd::Client &c) {
     return out;
 }
 
-TEST(SyncdSnapshotReader, ReadsEveryRangeInOrderAtTheFirstPagesRevision) {
-    EtcdCluster etcd(1);
-    ASSERT_TRUE(etcd.ok()) << etcd.error();
-    auto c = connect(etcd);
-    ASSERT_NE(c, nullptr);
-    const int64_t populated = populate(*c);
+// One member holding populate()'s records, and a client of it.
+class SyncdSnapshotReader : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_TRUE(etcd.ok()) << etcd.error();
+        c = connect(etcd);
+        ASSERT_NE(c, nullptr);
+        populated = populate(*c);
+    }
+    EtcdCluster etcd{1};
+    std::unique_ptr<etcd::Client> c;
+    int64_t populated = 0;
+    std::atomic<bool> stop{false};
+};
+
+TEST_F(SyncdSnapshotReader, ReadsEveryRangeInOrderAtTheFirstPagesRevision) {
     const std::vector<Record> expected = read_serially(*c);
     ASSERT_EQ(expected.size(), 3u + 15u + 1u);
 
     auto reader_client = connect(etcd);
-    std::atomic<bool> stop{false};
     for (size_t ahead : {1u, 4u}) {
         SnapshotReader reader(*reader_client, kPrefix, /*page_size=*/2, stop, ahead);
         std::vector<Record> got;
@@ -124,13 +133,7 @@ TEST(SyncdSnapshotReader, ReadsEveryRangeInOrderAtTheFirstPagesRevision) {
     }
 }
 
-TEST(SyncdSnapshotReader, DroppedOrStoppedMidwayItEndsAndTheClientIsFree) {
-    EtcdCluster etcd(1);
-    ASSERT_TRUE(etcd.ok()) << etcd.error();
-    auto c = connect(etcd);
-    ASSERT_NE(c, nullptr);
-    populate(*c);
-    std::atomic<bool> stop{false};
+TEST_F(SyncdSnapshotReader, DroppedOrStoppedMidwayItEndsAndTheClientIsFree) {
     {
         SnapshotReader reader(*c, kPrefix, 1, stop, 1);
         ASSERT_TRUE(reader.next());
@@ -149,13 +152,7 @@ TEST(SyncdSnapshotReader, DroppedOrStoppedMidwayItEndsAndTheClientIsFree) {
     EXPECT_LE(after, 1u);
 }
 
-TEST(SyncdSnapshotReader, AMemberGoneMidwayIsAnErrorNotAShortSnapshot) {
-    EtcdCluster etcd(1);
-    ASSERT_TRUE(etcd.ok()) << etcd.error();
-    auto c = connect(etcd);
-    ASSERT_NE(c, nullptr);
-    populate(*c);
-    std::atomic<bool> stop{false};
+TEST_F(SyncdSnapshotReader, AMemberGoneMidwayIsAnErrorNotAShortSnapshot) {
     SnapshotReader reader(*c, kPrefix, 1, stop, 1);
     ASSERT_TRUE(reader.next());
     etcd.kill(0);
