@@ -61,7 +61,8 @@ void SnapshotReader::read_all() {
                 },
                 &revision);
             revision_.store(revision);
-            if (!s.ok() || !more) break;
+            if (!more) s = {etcd::Errc::kCanceled, "the snapshot was not read whole: stopped"};
+            if (!s.ok()) break;
         }
     } catch (...) {
         failed = std::current_exception();

@@ -37,7 +37,8 @@ public:
     // reading ended early (status() says why; a throw of the reader's is
     // rethrown here).
     std::optional<Batch> next();
-    // After next() returned nullopt: how reading ended.
+    // After next() returned nullopt: how reading ended (ok only when every
+    // page was read; canceled when stopped).
     const etcd::Status &status() const { return status_; }
     // The snapshot's revision, once a page is in (0 before).
     int64_t revision() const { return revision_.load(); }
