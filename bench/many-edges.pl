@@ -11,6 +11,7 @@ use FindBin;
 $| = 1;
 use lib "$FindBin::Bin/../t/lib";
 BEGIN { $ENV{TMPDIR} = '/dev/shm' if -d '/dev/shm' && !$ENV{BENCH_TMPDIR}; $ENV{TMPDIR} = $ENV{BENCH_TMPDIR} if $ENV{BENCH_TMPDIR} }
+use POSIX ();
 use Time::HiRes qw(time);
 use JSON::PP qw(decode_json encode_json);
 use EtcdCluster;
@@ -46,7 +47,7 @@ sub cpu_seconds {
     my ($pid) = @_;
     open my $fh, '<', "/proc/$pid/stat" or return 0;
     my @f = split ' ', (<$fh> =~ s/^.*\) //r);
-    return ($f[11] + $f[12]) / 100;
+    return ($f[11] + $f[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK());
 }
 sub make_keys {
     my ($n) = @_;
