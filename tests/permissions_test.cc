@@ -65,7 +65,7 @@ std::string refusal_of_a_reader(const std::string &parent, const std::string &db
     const gid_t nogroup = 65534;
     EXPECT_EQ(::chmod(parent.c_str(), 0755), 0);
     EXPECT_EQ(::chown(db.c_str(), 0, nogroup), 0);
-    for (const char *f : {"/data.mdb", "/lock.mdb"}) ::chown((db + f).c_str(), 0, nogroup);
+    for (const char *f : {"/data.mdb", "/lock.mdb"}) EXPECT_EQ(::chown((db + f).c_str(), 0, nogroup), 0);
     int fds[2];
     EXPECT_EQ(::pipe(fds), 0);
     pid_t pid = ::fork();
