@@ -112,6 +112,54 @@ TEST(RateTable, FullTableEvictsTheOldestBusyStateAndWarnsOncePerMinute) {
     EXPECT_EQ(t.table->busy_evictions(), 3u);  // first, second, later
 }
 
+// A lock that counts how often the table takes it: a key that has its slot
+// must be found without it, whatever happened to the slots before its own.
+struct CountingLock {
+    std::mutex mu;
+    int taken = 0;
+    RateLock lock{[](void *p) {
+                      auto *c = static_cast<CountingLock *>(p);
+                      c->mu.lock();
+                      c->taken++;
+                  },
+                  [](void *p) { static_cast<CountingLock *>(p)->mu.unlock(); }, this};
+};
+
+TEST(RateTable, AKeyTakesTheLockOnlyTheFirstTime) {
+    Table t(1024);
+    CountingLock l;
+    const GcraParams p = GcraParams::per_minute(1000);
+    for (uint64_t k = 1; k <= 200; k++) t.table->check(id_n(k).data(), p, kNow, l.lock);
+    EXPECT_EQ(l.taken, 200);
+    for (int round = 0; round < 3; round++) {
+        for (uint64_t k = 1; k <= 200; k++) {
+            EXPECT_TRUE(t.table->check(id_n(k).data(), p, kNow, l.lock).decision.allowed);
+        }
+    }
+    EXPECT_EQ(l.taken, 200) << "every key found again without the lock";
+}
+
+TEST(RateTable, KeysBehindAHandedOverSlotAreStillFoundWithTheirState) {
+    Table t(RateTable::kProbe);  // one window: every key probes every slot
+    CountingLock l;
+    const GcraParams p = GcraParams::per_minute(60);
+    for (size_t i = 0; i < RateTable::kProbe; i++) {  // all busy, key 1 the oldest
+        for (int r = 0; r < 30; r++) t.table->check(id_n(i + 1).data(), p, kNow + i * kNanosPerSecond, l.lock);
+    }
+    const uint64_t later = kNow + 20 * kNanosPerSecond;  // every TAT still ahead
+    l.taken = 0;
+    EXPECT_TRUE(t.table->check(id_n(1000).data(), p, later, l.lock).evicted_busy);
+    EXPECT_EQ(l.taken, 1);
+    // key 1's slot went to key 1000; the others kept theirs, wherever they
+    // sit behind it, and are found without the lock with their debt
+    for (size_t i = 1; i < RateTable::kProbe; i++) {
+        RateCheck c = t.table->check(id_n(i + 1).data(), p, later, l.lock);
+        EXPECT_FALSE(c.evicted_busy);
+        EXPECT_LT(c.decision.remaining, 59u) << "key " << i + 1 << " lost its state";
+    }
+    EXPECT_EQ(l.taken, 1);
+}
+
 TEST(RateTable, RateChangesApplyToExistingState) {
     Table t(1024);
     Id a = generate_id(1);

@@ -125,6 +125,30 @@ TEST(UsageTable, IdleSlotsAreFreedOnlyOnceCollected) {
     EXPECT_EQ(by_key[key_n(500)].allowed, 1u);
 }
 
+// A search stops at a slot that was never used, so a freed slot must not
+// look like one: the keys behind it would each be given a second slot.
+TEST(UsageTable, KeysBehindFreedSlotsAreFoundInTheirOwnSlot) {
+    Table t(UsageTable::kProbe);  // one window: keys sit behind one another
+    for (uint64_t i = 0; i < UsageTable::kProbe; i++) t.count(key_n(i), true, kNowMs);
+    const int64_t later = kNowMs + kIdleMs + 1;
+    for (uint64_t i = 0; i < UsageTable::kProbe; i += 2) t.count(key_n(i), true, later);
+    EXPECT_EQ(t.collect(later).size(), UsageTable::kProbe);
+    EXPECT_TRUE(t.collect(later).empty());  // the odd keys' slots are freed
+    for (uint64_t i = 0; i < UsageTable::kProbe; i += 2) {
+        for (int r = 0; r < 2; r++) EXPECT_TRUE(t.count(key_n(i), true, later).counted);
+    }
+    // exactly the freed slots are left for new keys
+    for (uint64_t i = 0; i < UsageTable::kProbe / 2; i++) {
+        EXPECT_TRUE(t.count(key_n(1000 + i), true, later).counted) << "new key " << i;
+    }
+    EXPECT_FALSE(t.count(key_n(5000), true, later).counted) << "the table is full";
+    auto d = t.collect(later);
+    ASSERT_EQ(d.size(), UsageTable::kProbe);
+    std::map<Id, uint64_t> allowed;
+    for (auto &x : d) allowed[key_of(x)] += x.allowed;
+    for (uint64_t i = 0; i < UsageTable::kProbe; i += 2) EXPECT_EQ(allowed[key_n(i)], 2u) << "key " << i;
+}
+
 TEST(UsageTable, RestoreGivesDeltasBack) {
     Table t(64);
     t.count(key_n(7), true);

@@ -6,6 +6,7 @@
 #include "gcra.h"
 #include "keyauth_core.h"
 #include "rate_table.h"
+#include "usage_table.h"
 
 using keyauth::ceil_seconds;
 using keyauth::GcraParams;
@@ -21,6 +22,11 @@ size_t ka_rate_table_slots(void *mem) { return static_cast<RateTable *>(mem)->sl
 
 uint64_t ka_rate_table_busy_evictions(void *mem) {
     return static_cast<RateTable *>(mem)->busy_evictions();
+}
+
+void ka_zone_prefetch(void *rate_table, void *usage_table, const ka_auth_result_t *key) {
+    static_cast<const RateTable *>(rate_table)->prefetch(key->rate_id_bin);
+    static_cast<const keyauth::UsageTable *>(usage_table)->prefetch(key->key_id_bin);
 }
 
 void ka_rate_check(void *table, const ka_auth_result_t *key, uint64_t now_ns, int share,

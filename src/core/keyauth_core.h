@@ -169,6 +169,12 @@ int ka_rate_table_attach(void *mem, size_t size);
 size_t ka_rate_table_slots(void *mem);
 uint64_t ka_rate_table_busy_evictions(void *mem);
 
+/* Starts loading the key's rate and usage slots, both at once, before
+ * ka_rate_check() and ka_usage_count() read them: their cache and TLB misses
+ * overlap rather than follow each other. */
+void ka_zone_prefetch(void *rate_table, void *usage_table,
+    const ka_auth_result_t *key);
+
 /* Charges one request of an authenticated key at its effective rate,
  * min(requested, entitlement), with a burst of the same number. share:
  * keyauth_shared_limits is on, so an admitted request is also counted for

@@ -20,7 +20,7 @@ struct Header {
 
 // The key id is split into two words so that it is read and written with
 // atomic loads and stores (other workers read it without the lock).
-struct Slot {
+struct RateSlot {
     uint64_t id_lo;
     uint32_t id_hi;
     uint32_t used;
@@ -33,19 +33,19 @@ struct Slot {
 };
 
 static_assert(sizeof(Header) == RateTable::kHeaderBytes, "header size");
-static_assert(sizeof(Slot) == RateTable::kSlotBytes, "slot size");
+static_assert(sizeof(RateSlot) == RateTable::kSlotBytes, "slot size");
 
 using shm_slots::SlotId;
 
 Header *header(const void *t) { return shm_slots::header<Header>(t); }
-Slot *slots_of(const void *t) { return shm_slots::slots_of<Header, Slot>(t); }
+RateSlot *slots_of(const void *t) { return shm_slots::slots_of<Header, RateSlot>(t); }
 
 // Admits or refuses against the slot's TAT; a failed CAS means another
 // worker admitted a request of the same key in between: decide again. False,
 // with nothing charged, if the slot now belongs to another key: the owner is
 // checked after each read of the TAT, and an eviction resets the TAT before
 // it changes the owner, so a TAT read from the new owner comes with its id.
-bool admit(Slot &s, const SlotId &id, const GcraParams &p, uint64_t now,
+bool admit(RateSlot &s, const SlotId &id, const GcraParams &p, uint64_t now,
            GcraDecision &d) {
     uint64_t tat = __atomic_load_n(&s.tat, __ATOMIC_ACQUIRE);
     for (;;) {
@@ -62,26 +62,28 @@ bool admit(Slot &s, const SlotId &id, const GcraParams &p, uint64_t now,
 
 // The rate before the count (release): whoever takes the count (acquire)
 // sees a rate with it.
-void count_spent(Slot &s, const GcraParams &p) {
+void count_spent(RateSlot &s, const GcraParams &p) {
     if (__atomic_load_n(&s.rate, __ATOMIC_RELAXED) != p.limit) {
         __atomic_store_n(&s.rate, p.limit, __ATOMIC_RELAXED);
     }
     __atomic_add_fetch(&s.spent, 1u, __ATOMIC_RELEASE);
 }
 
-// Under the lock: the slot of key, given one if it has none (an unused slot
-// of its probe window, else the one with the oldest TAT). out says whether a
-// live state was reused and whether the once-a-minute warning is due; with
-// take_live false, null rather than reuse a live state.
-Slot *claim(Header *h, Slot *slots, const SlotId &key, uint64_t now, RateCheck &out,
-            bool take_live = true) {
+// Under the lock: the slot of key, given one if it has none (the first
+// unused slot of its window, else the one with the oldest TAT), in one pass.
+// out says whether a live state was reused and whether the once-a-minute
+// warning is due; with take_live false, null rather than reuse a live state.
+RateSlot *claim(Header *h, RateSlot *slots, const SlotId &key, uint64_t now, RateCheck &out,
+                bool take_live = true) {
     const uint64_t n = h->slots;
-    if (Slot *found = shm_slots::find(slots, n, RateTable::kProbe, key)) return found;
-    const uint64_t start = key.start(n);
-    Slot *victim = nullptr;
-    for (uint64_t i = 0; i < RateTable::kProbe && i < n; i++) {
-        Slot &c = slots[(start + i) % n];
-        if (!__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) { victim = &c; break; }
+    RateSlot *victim = nullptr;
+    uint64_t i = key.start(n);
+    for (uint64_t k = 0; k < RateTable::kProbe && k < n; k++) {
+        RateSlot &c = slots[i];
+        if (++i == n) i = 0;
+        // (shm_slots.h: the key's slot, if it has one, comes before this)
+        if (__atomic_load_n(&c.used, __ATOMIC_ACQUIRE) == shm_slots::kNeverUsed) { victim = &c; break; }
+        if (shm_slots::matches(c, key)) return &c;
         if (victim == nullptr || __atomic_load_n(&c.tat, __ATOMIC_ACQUIRE) <
                                      __atomic_load_n(&victim->tat, __ATOMIC_ACQUIRE)) {
             victim = &c;
@@ -98,24 +100,24 @@ Slot *claim(Header *h, Slot *slots, const SlotId &key, uint64_t now, RateCheck &
     }
     // state first, owner last: a reader that sees the new owner's id sees
     // its fresh state (see admit() and RateTable::drain())
-    __atomic_store_n(&victim->used, 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->used, uint32_t{shm_slots::kNeverUsed}, __ATOMIC_RELEASE);
     __atomic_store_n(&victim->tat, uint64_t{0}, __ATOMIC_RELEASE);
     __atomic_store_n(&victim->spent, 0u, __ATOMIC_RELEASE);
     __atomic_store_n(&victim->rate, 0u, __ATOMIC_RELEASE);
     __atomic_store_n(&victim->id_lo, key.lo, __ATOMIC_RELEASE);
     __atomic_store_n(&victim->id_hi, key.hi, __ATOMIC_RELEASE);
-    __atomic_store_n(&victim->used, 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&victim->used, uint32_t{shm_slots::kInUse}, __ATOMIC_RELEASE);
     return victim;
 }
 
 }  // namespace
 
 bool RateTable::format(void *mem, size_t bytes) noexcept {
-    return shm_slots::format<Header, Slot>(mem, bytes, kMagic, kProbe);
+    return shm_slots::format<Header, RateSlot>(mem, bytes, kMagic, kProbe);
 }
 
 RateTable *RateTable::attach(void *mem, size_t bytes) noexcept {
-    return shm_slots::holds_table<Header, Slot>(mem, bytes, kMagic) ? static_cast<RateTable *>(mem) : nullptr;
+    return shm_slots::holds_table<Header, RateSlot>(mem, bytes, kMagic) ? static_cast<RateTable *>(mem) : nullptr;
 }
 
 size_t RateTable::slots() const noexcept { return header(this)->slots; }
@@ -124,14 +126,18 @@ uint64_t RateTable::busy_evictions() const noexcept {
     return __atomic_load_n(&header(this)->busy_evictions, __ATOMIC_RELAXED);
 }
 
+void RateTable::prefetch(const unsigned char id[KA_ID_LEN]) const noexcept {
+    shm_slots::prefetch(slots_of(this), header(this)->slots, SlotId::of(id));
+}
+
 RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &params,
                            uint64_t now, const RateLock &lock, bool share) noexcept {
     Header *h = header(this);
-    Slot *slots = slots_of(this);
+    RateSlot *slots = slots_of(this);
     const uint64_t n = h->slots;
     const SlotId key = SlotId::of(id);
 
-    if (Slot *s = shm_slots::find(slots, n, kProbe, key)) {
+    if (RateSlot *s = shm_slots::find(slots, n, kProbe, key)) {
         GcraDecision d;
         // the slot may be handed to another key meanwhile: retry below
         if (admit(*s, key, params, now, d)) {
@@ -144,7 +150,7 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
 
     lock.lock(lock.data);
     RateCheck out{};
-    Slot *s = claim(h, slots, key, now, out);
+    RateSlot *s = claim(h, slots, key, now, out);
     // evictions happen only under the lock: the slot stays ours
     (void)admit(*s, key, params, now, out.decision);
     if (share && out.decision.allowed) count_spent(*s, params);
@@ -153,12 +159,12 @@ RateCheck RateTable::check(const unsigned char id[KA_ID_LEN], const GcraParams &
 }
 
 size_t RateTable::drain(SpentVisitor visit, void *data) {
-    Slot *slots = slots_of(this);
+    RateSlot *slots = slots_of(this);
     const uint64_t n = header(this)->slots;
     size_t keys = 0;
     unsigned char id[KA_ID_LEN];
     for (uint64_t i = 0; i < n; i++) {
-        Slot &s = slots[i];
+        RateSlot &s = slots[i];
         if (__atomic_load_n(&s.spent, __ATOMIC_RELAXED) == 0) continue;
         const uint64_t lo = __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE);
         const uint32_t hi = __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE);
@@ -181,7 +187,7 @@ size_t RateTable::drain(SpentVisitor visit, void *data) {
 
 uint32_t RateTable::known_rate(const unsigned char id[KA_ID_LEN]) const noexcept {
     const SlotId key = SlotId::of(id);
-    Slot *s = shm_slots::find(slots_of(this), header(this)->slots, kProbe, key);
+    RateSlot *s = shm_slots::find(slots_of(this), header(this)->slots, kProbe, key);
     if (s == nullptr) return 0;
     const uint32_t rate = __atomic_load_n(&s->rate, __ATOMIC_ACQUIRE);
     return shm_slots::matches(*s, key) ? rate : 0;
@@ -190,11 +196,11 @@ uint32_t RateTable::known_rate(const unsigned char id[KA_ID_LEN]) const noexcept
 bool RateTable::fold(const unsigned char id[KA_ID_LEN], uint64_t charge, uint64_t ceiling_ns,
                      uint64_t now, const RateLock &lock) noexcept {
     Header *h = header(this);
-    Slot *slots = slots_of(this);
+    RateSlot *slots = slots_of(this);
     const SlotId key = SlotId::of(id);
     const uint64_t ceiling = now + ceiling_ns;
 
-    Slot *s = shm_slots::find(slots, h->slots, kProbe, key);
+    RateSlot *s = shm_slots::find(slots, h->slots, kProbe, key);
     bool locked = false;
     if (s == nullptr) {
         lock.lock(lock.data);

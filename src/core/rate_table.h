@@ -40,6 +40,9 @@ public:
     size_t slots() const noexcept;
     uint64_t busy_evictions() const noexcept;
 
+    // Starts loading id's slot ahead of check() (shm_slots::prefetch).
+    void prefetch(const unsigned char id[KA_ID_LEN]) const noexcept;
+
     // share: also count an admitted request as spent here for the next
     // exchange with other edges (keyauth_shared_limits).
     RateCheck check(const unsigned char id[KA_ID_LEN], const GcraParams &params, uint64_t now_ns,

@@ -3,6 +3,17 @@
 // held as two words that other workers read with atomic loads, and a short
 // linear probe from a start slot derived from the id's random bytes.
 // A Header has `magic` and `slots`; a Slot has `id_lo`, `id_hi` and `used`.
+//
+// `used` is one of the three states below. A key is given the first slot of
+// its window that holds no key, and only after a search for it failed; a
+// slot that held a key never becomes kNeverUsed again (the usage table marks
+// a freed slot kFreed, the rate table hands a slot from key to key). So a
+// key's slot comes before any kNeverUsed slot of its window, and a search
+// stops at the first one: a key seen for the first time costs a slot or
+// two, not the whole window. A search without the lock that meets a slot
+// changing hands (kNeverUsed for a moment in the rate table) may stop short;
+// the callers then take the lock, under which nothing changes hands, and
+// search again.
 #pragma once
 
 #include <cstddef>
@@ -38,22 +49,40 @@ Slot *slots_of(const void *table) noexcept {
     return reinterpret_cast<Slot *>(static_cast<unsigned char *>(const_cast<void *>(table)) + sizeof(Header));
 }
 
+enum SlotState : uint32_t { kNeverUsed = 0, kInUse = 1, kFreed = 2 };
+
 template <class Slot>
 bool matches(const Slot &s, const SlotId &id) noexcept {
-    return __atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
+    return __atomic_load_n(&s.used, __ATOMIC_ACQUIRE) == kInUse &&
            __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) == id.lo &&
            __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) == id.hi;
 }
 
-// The slot holding id among the probe window from its start, or null.
+// The slot holding id in the probe window from its start, or null; the
+// window ends early at a kNeverUsed slot (above) and wraps by a compare, not
+// a division: this runs on every request.
 template <class Slot>
 Slot *find(Slot *slots, uint64_t n, size_t probe, const SlotId &id) noexcept {
-    const uint64_t start = id.start(n);
-    for (uint64_t i = 0; i < probe && i < n; i++) {
-        Slot &s = slots[(start + i) % n];
-        if (matches(s, id)) return &s;
+    uint64_t i = id.start(n);
+    for (uint64_t k = 0; k < probe && k < n; k++) {
+        Slot &s = slots[i];
+        const uint32_t used = __atomic_load_n(&s.used, __ATOMIC_ACQUIRE);
+        if (used == kNeverUsed) return nullptr;
+        if (used == kInUse && __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE) == id.lo &&
+            __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE) == id.hi) {
+            return &s;
+        }
+        if (++i == n) i = 0;
     }
     return nullptr;
+}
+
+// Starts loading the first slot of id's window (where find() nearly always
+// ends): the request path asks for its rate and usage slots together, so
+// that their cache and TLB misses overlap instead of following each other.
+template <class Slot>
+void prefetch(const Slot *slots, uint64_t n, const SlotId &id) noexcept {
+    __builtin_prefetch(&slots[id.start(n)], 1, 3);
 }
 
 // Formats `bytes` of memory as an empty table; false if too small.

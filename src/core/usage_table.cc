@@ -23,9 +23,12 @@ struct Header {
 // The key id is split into two words so that it is read and written with
 // atomic loads and stores; the account id is written under the lock before
 // `used` is set (release) and read after `used` (acquire).
-struct Slot {
+struct UsageSlot {
     uint64_t id_lo;
     uint32_t id_hi;
+    // shm_slots::SlotState. A zone kept from a version without kFreed holds
+    // its freed slots as kNeverUsed: a key probing past one may be given a
+    // second slot, which is collected like the first (nothing is lost).
     uint32_t used;
     int64_t last_used_ms;     // atomic maximum
     uint64_t allowed;         // deltas since the last collection: atomic add,
@@ -36,17 +39,17 @@ struct Slot {
 };  // one cache line a slot: keys never share one
 
 static_assert(sizeof(Header) == UsageTable::kHeaderBytes, "header size");
-static_assert(sizeof(Slot) == UsageTable::kSlotBytes, "slot size");
+static_assert(sizeof(UsageSlot) == UsageTable::kSlotBytes, "slot size");
 
 using shm_slots::SlotId;
 
 Header *header(const void *t) { return shm_slots::header<Header>(t); }
-Slot *slots_of(const void *t) { return shm_slots::slots_of<Header, Slot>(t); }
-Slot *find(Slot *slots, uint64_t n, const SlotId &id) {
+UsageSlot *slots_of(const void *t) { return shm_slots::slots_of<Header, UsageSlot>(t); }
+UsageSlot *find(UsageSlot *slots, uint64_t n, const SlotId &id) {
     return shm_slots::find(slots, n, UsageTable::kProbe, id);
 }
 
-void add(Slot &s, UsageOutcome outcome, uint64_t units, int64_t now_ms) {
+void add(UsageSlot &s, UsageOutcome outcome, uint64_t units, int64_t now_ms) {
     if (outcome != UsageOutcome::kUnitsOnly) {
         // last use first: a slot used since the collector's idle check is not freed
         int64_t cur = __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE);
@@ -63,14 +66,14 @@ void add(Slot &s, UsageOutcome outcome, uint64_t units, int64_t now_ms) {
     if (units != 0) __atomic_fetch_add(&s.units, units, __ATOMIC_ACQ_REL);
 }
 
-void ids_of(const Slot &s, UsageDelta &d) {
+void ids_of(const UsageSlot &s, UsageDelta &d) {
     store_le<uint64_t>(d.key_id, __atomic_load_n(&s.id_lo, __ATOMIC_ACQUIRE));
     store_le<uint32_t>(d.key_id + 8, __atomic_load_n(&s.id_hi, __ATOMIC_ACQUIRE));
     std::memcpy(d.account_id, s.account_id, KA_ID_LEN);
 }
 
 // The slot's deltas, exchanged for zero; true if any.
-bool exchange(Slot &s, UsageDelta &d) {
+bool exchange(UsageSlot &s, UsageDelta &d) {
     d.allowed = __atomic_exchange_n(&s.allowed, uint64_t{0}, __ATOMIC_ACQ_REL);
     d.rate_limited = __atomic_exchange_n(&s.rate_limited, uint64_t{0}, __ATOMIC_ACQ_REL);
     d.quota_exceeded = __atomic_exchange_n(&s.quota_exceeded, 0u, __ATOMIC_ACQ_REL);
@@ -82,11 +85,11 @@ bool exchange(Slot &s, UsageDelta &d) {
 }  // namespace
 
 bool UsageTable::format(void *mem, size_t bytes) noexcept {
-    return shm_slots::format<Header, Slot>(mem, bytes, kMagic, kProbe);
+    return shm_slots::format<Header, UsageSlot>(mem, bytes, kMagic, kProbe);
 }
 
 UsageTable *UsageTable::attach(void *mem, size_t bytes) noexcept {
-    return shm_slots::holds_table<Header, Slot>(mem, bytes, kMagic) ? static_cast<UsageTable *>(mem) : nullptr;
+    return shm_slots::holds_table<Header, UsageSlot>(mem, bytes, kMagic) ? static_cast<UsageTable *>(mem) : nullptr;
 }
 
 size_t UsageTable::slots() const noexcept { return header(this)->slots; }
@@ -95,26 +98,30 @@ uint64_t UsageTable::drops() const noexcept {
     return __atomic_load_n(&header(this)->drops, __ATOMIC_RELAXED);
 }
 
+void UsageTable::prefetch(const unsigned char key_id[KA_ID_LEN]) const noexcept {
+    shm_slots::prefetch(slots_of(this), header(this)->slots, SlotId::of(key_id));
+}
+
 UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
                              const unsigned char key_id[KA_ID_LEN], UsageOutcome outcome,
                              uint64_t units, int64_t now_ms,
                              uint64_t now_ns, const RateLock &lock) noexcept {
     Header *h = header(this);
-    Slot *slots = slots_of(this);
+    UsageSlot *slots = slots_of(this);
     const uint64_t n = h->slots;
     const SlotId id = SlotId::of(key_id);
     const uint64_t start = id.start(n);
 
-    if (Slot *s = find(slots, n, id)) {
+    if (UsageSlot *s = find(slots, n, id)) {
         add(*s, outcome, units, now_ms);
         return UsageCount{true, false};
     }
 
     lock.lock(lock.data);
-    Slot *s = find(slots, n, id);
+    UsageSlot *s = find(slots, n, id);
     for (uint64_t i = 0; s == nullptr && i < kProbe && i < n; i++) {
-        Slot &c = slots[(start + i) % n];
-        if (__atomic_load_n(&c.used, __ATOMIC_ACQUIRE)) continue;
+        UsageSlot &c = slots[(start + i) % n];
+        if (__atomic_load_n(&c.used, __ATOMIC_ACQUIRE) == shm_slots::kInUse) continue;
         // a free slot holds no delta: the collector took them when it freed it
         __atomic_store_n(&c.allowed, uint64_t{0}, __ATOMIC_RELEASE);
         __atomic_store_n(&c.rate_limited, uint64_t{0}, __ATOMIC_RELEASE);
@@ -124,7 +131,7 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
         std::memcpy(c.account_id, account_id, KA_ID_LEN);
         __atomic_store_n(&c.id_lo, id.lo, __ATOMIC_RELEASE);
         __atomic_store_n(&c.id_hi, id.hi, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.used, 1u, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.used, uint32_t{shm_slots::kInUse}, __ATOMIC_RELEASE);
         s = &c;
     }
     lock.unlock(lock.data);
@@ -147,25 +154,26 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
 // could then hand a count to the wrong key (not seen in practice; noted in
 // docs/RELIABILITY.md with the other races).
 bool UsageTable::take(size_t i, UsageDelta &out) noexcept {
-    Slot &s = slots_of(this)[i];
-    if (!__atomic_load_n(&s.used, __ATOMIC_ACQUIRE)) return false;
+    UsageSlot &s = slots_of(this)[i];
+    if (__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) != shm_slots::kInUse) return false;
     ids_of(s, out);
     return exchange(s, out);
 }
 
 bool UsageTable::free_if_idle(size_t i, int64_t before_ms, UsageDelta &out,
                               const RateLock &lock) noexcept {
-    Slot &s = slots_of(this)[i];
-    if (!__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) ||
+    UsageSlot &s = slots_of(this)[i];
+    if (__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) != shm_slots::kInUse ||
         __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE) >= before_ms) {
         return false;
     }
     lock.lock(lock.data);
     bool freed = false, counted = false;
-    if (__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) &&
+    if (__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) == shm_slots::kInUse &&
         __atomic_load_n(&s.last_used_ms, __ATOMIC_ACQUIRE) < before_ms) {
         ids_of(s, out);
-        __atomic_store_n(&s.used, 0u, __ATOMIC_RELEASE);
+        // freed, not never used: the keys probing past it still do (shm_slots.h)
+        __atomic_store_n(&s.used, uint32_t{shm_slots::kFreed}, __ATOMIC_RELEASE);
         freed = true;
         // a request that found the slot before it was freed may have counted
         // meanwhile: hand its count on rather than lose it
@@ -177,9 +185,9 @@ bool UsageTable::free_if_idle(size_t i, int64_t before_ms, UsageDelta &out,
 
 void UsageTable::restore(const UsageDelta &d, const RateLock &lock) noexcept {
     Header *h = header(this);
-    Slot *slots = slots_of(this);
+    UsageSlot *slots = slots_of(this);
     lock.lock(lock.data);  // no slot is freed meanwhile
-    Slot *s = find(slots, h->slots, SlotId::of(d.key_id));
+    UsageSlot *s = find(slots, h->slots, SlotId::of(d.key_id));
     if (s != nullptr) {
         __atomic_fetch_add(&s->allowed, d.allowed, __ATOMIC_ACQ_REL);
         __atomic_fetch_add(&s->rate_limited, d.rate_limited, __ATOMIC_ACQ_REL);

@@ -55,6 +55,9 @@ public:
     size_t slots() const noexcept;
     uint64_t drops() const noexcept;
 
+    // Starts loading the key's slot ahead of count() (shm_slots::prefetch).
+    void prefetch(const unsigned char key_id[KA_ID_LEN]) const noexcept;
+
     // The request path: one request of the key (or, kUnitsOnly, the units of
     // one counted before) and the units it was charged.
     UsageCount count(const unsigned char account_id[KA_ID_LEN],
