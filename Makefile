@@ -76,12 +76,12 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
               etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev prometheus \
               chromium chromium-driver python3-selenium faketime
-BENCH_PKGS := valgrind libnginx-mod-http-lua
+BENCH_PKGS := valgrind libnginx-mod-http-lua linux-perf
 # make deb / make test-deb: Debian's packaging tools (dh_nginx and the
 # nginx_mod build system come with nginx-dev)
 DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-shared deb test-deb programs fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-profile bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -131,6 +131,7 @@ help:
 	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (60)"
 	@echo "make check-layering  fail if a file includes across a layer it must not"
 	@echo "make bench        wrk + callgrind against peers (bench/RESULTS.md)"
+	@echo "make bench-profile where a request's worker CPU goes, piece by piece (perf on the worker)"
 	@echo "make bench-edges  many-edge figures: revocation propagation, syncd catch-up, bootstrap at 1M keys"
 	@echo "make bench-shared keyauth_shared_limits: Redis traffic at 10k active keys, overshoot of one key on 3 edges"
 	@echo "make deb          the Debian packages (libnginx-mod-http-keyauth, keyauth) into build/deb/, lintian'd"
@@ -193,8 +194,9 @@ $(CONSOLE_OUT)/uPlot.LICENSE.txt: $(UPLOT)/LICENSE
 $(UPLOT)/dist/uPlot.iife.min.js $(UPLOT)/dist/uPlot.min.css $(UPLOT)/LICENSE:
 	@echo "make: $@ is missing: run 'make deps' (npm ci in $(CONSOLE_TOOLS)), then make again" >&2; exit 1
 
-# The benchmark's peers and tools on top: valgrind for callgrind, and the
-# Lua module for the Kong-style peer (loaded only by the bench's own nginx).
+# The benchmark's peers and tools on top: valgrind for callgrind, the Lua
+# module for the Kong-style peer (loaded only by the bench's own nginx), and
+# perf for make bench-profile.
 bench-deps: deps
 	$(call apt_install,$(BENCH_PKGS))
 
@@ -446,6 +448,13 @@ soak: deps
 bench: bench-deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
+
+# Where a request's worker CPU goes, piece by piece (perf), and each piece's
+# data cache misses (callgrind's cache simulation): docs/performance.md
+bench-profile: bench-deps
+	@$(MAKE) --no-print-directory all
+	@PROFILE=1 bench/run.sh
+	@CACHE_ONLY=1 CACHE_KEYS=$${CACHE_KEYS:-1000000} bench/callgrind.sh
 
 bench-edges: deps
 	@$(MAKE) --no-print-directory all

@@ -72,7 +72,7 @@ CONF
 
 count() { # requests key -> total instructions
     local n=$1 key=$2 out="$W/cg.out"
-    valgrind --tool=callgrind --callgrind-out-file="$out" \
+    valgrind --tool=callgrind ${CG_ARGS:-} --callgrind-out-file="$out" \
         nginx -p "$W" -c "$W/nginx.conf" -e "$W/logs/error.log" 2>/dev/null &
     local vpid=$!
     for _ in $(seq 200); do
@@ -113,6 +113,50 @@ per_request() { # location [key] [access_log line] [keyauth_db line]
     b=$(count "$N2" "$key")
     echo $(( (b - a) / (N2 - N1) ))
 }
+
+# Where the data misses are, by piece (bench/pieces.awk), with callgrind's
+# simulation of this machine's caches: with CACHE_KEYS set (make
+# bench-profile sets 1000000), the keyauth location with 1,000 keys in turn,
+# then with every request a key of its own from a CACHE_KEYS-key store (its
+# key slot, rate slot and usage slot never touched before, as when keys are
+# drawn at random from a large store). Valgrind sees no kernel: the kernel's
+# use of the caches between requests, which evicts more, is not in these
+# counts, so they are a floor. Last-level misses (DLmr + DLmw) and first-
+# level misses (D1mr + D1mw) a request. CACHE_ONLY set: only these.
+if [ -n "${CACHE_KEYS:-}" ]; then
+    B=$("$CTL" --db "$W/big" --map-size $(( CACHE_KEYS / 256 > 4096 ? CACHE_KEYS / 256 : 4096 )) --json \
+        account create --name cg --entitlement 10000000 --max-keys 100000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+    "$CTL" --db "$W/big" key create --account "$B" --name cg --scope ip:read --rate 10000000 \
+        --count "$CACHE_KEYS" | sed -n 's/^secret (shown once): //p' > "$W/keys-all.txt"
+    head -n "$N2" "$W/keys-all.txt" > "$W/keys-big.txt"
+    misses() { # key-file db events -> "piece<TAB>misses a request"
+        conf 'keyauth on; keyauth_scope ip:read; empty_gif;' "" "keyauth_db $2;"
+        CG_ARGS="--cache-sim=yes" CG_KEEP="$W/cache" count "$N1" "@$1" >/dev/null
+        CG_ARGS="--cache-sim=yes" CG_KEEP="$W/cache" count "$N2" "@$1" >/dev/null
+        for n in "$N2" "$N1"; do
+            callgrind_annotate --auto=no --show="$3" --threshold=100 "$W/cache.$n" 2>/dev/null |
+                awk -v sign=$([ "$n" = "$N2" ] && echo 1 || echo -1) '
+                    / \[.*\]$|:/ && $1 ~ /^[0-9,.]+$/ {
+                        a = 0; i = 1
+                        while ($i ~ /^([0-9,]+|\.)$/ || $i ~ /^\(/) { if ($i !~ /^\(/) { v = $i; gsub(",", "", v); a += v + 0 } i++ }
+                        where = $i; for (j = i + 1; j <= NF; j++) where = where " " $j
+                        obj = ""; if (match(where, / \[[^]]*\]$/)) { obj = substr(where, RSTART + 2, RLENGTH - 3); where = substr(where, 1, RSTART - 1) }
+                        file = where; sub(/:.*/, "", file); fn = where; sub(/^[^:]*:/, "", fn)
+                        if (obj == "") obj = file ~ /src\/(core\/|ngx_http_keyauth)/ ? "ngx_http_keyauth_module.so" : file
+                        sub(/.*\//, "", obj)
+                        printf "%s\t%s\t%s\n", sign * a, obj, fn
+                    }'
+        done | awk -v scale="$(awk -v a="$N1" -v b="$N2" 'BEGIN {print 1 / (b - a)}')" -f "$ROOT/bench/pieces.awk"
+    }
+    for ev in "DLmr,DLmw" "D1mr,D1mw"; do
+        misses "$W/keys-1k.txt" "$W/db" "$ev" > "$W/m-small"
+        misses "$W/keys-big.txt" "$W/big" "$ev" > "$W/m-big"
+        echo "data cache misses a request ($ev, callgrind --cache-sim=yes, N=$N2-$N1), by piece:"
+        printf '  %-34s %14s %14s\n' piece "1k keys" "$CACHE_KEYS keys"
+        paste "$W/m-small" "$W/m-big" | awk -F'\t' '$2 != 0 || $4 != 0 { printf "  %-34s %14.2f %14.2f\n", $1, $2, $4 }'
+    done
+fi
+[ -z "${CACHE_ONLY:-}" ] || exit 0
 
 ret=$(per_request 'return 200 "GIF89a-------------------------------------";')
 gif=$(per_request 'empty_gif;')
@@ -191,3 +235,4 @@ masked_log=$(per_request 'empty_gif;' "$KEY" "$log_line")
 echo "access log (combined), instructions per request:"
 echo "  empty_gif, logged:              $plain_log ($((plain_log - gif)) for the line)"
 echo "  empty_gif, logged and masked:   $masked_log ($((masked_log - plain_log)) for the masking)"
+

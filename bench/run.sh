@@ -10,7 +10,8 @@
 # counts instructions. Loopback only.
 #
 # Environment: ROUNDS (5), SECONDS_PER_RUN (5), CONNECTIONS (32),
-# SCALE_KEYS ("1000000 10000000"; empty: none), CALLGRIND (1; 0 skips it)
+# SCALE_KEYS ("1000000 10000000"; empty: none), CALLGRIND (1; 0 skips it),
+# PROFILE (set: the per-piece profile of bench/profile.sh instead)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +48,7 @@ echo "$KEY" >> "$W/keys-1k.txt"
 
 # The large stores, made as an operator would (keyauthctl --count); their
 # bulk creation rate and bytes a key on disk are figures of their own. wrk
-# draws from a uniform sample of about 100,000 of each store's keys.
+# draws uniformly from all of each store's keys (bench/wrk/random_key.lua).
 : > "$W/scale.txt"
 for n in $SCALE_KEYS; do
     # a map of 4 KiB a key (the file is sparse): room for the free pages
@@ -56,8 +57,7 @@ for n in $SCALE_KEYS; do
     echo "creating $n keys ..." >&2
     t0=$(date +%s.%N)
     "$CTL" --db "$db" key create --account "$acc" --name big --scope ip:read --rate 10000000 --count "$n" \
-        | sed -n 's/^secret (shown once): //p' | awk -v every=$(( n > 100000 ? n / 100000 : 1 )) '(NR - 1) % every == 0' \
-        > "$W/keys-$n.txt"
+        | sed -n 's/^secret (shown once): //p' > "$W/keys-$n.txt"
     t1=$(date +%s.%N)
     pages=$(mdb_stat -e "$db" | awk '/Number of pages used/ {print $5}')
     free=$(mdb_stat -ef "$db" | awk '/Free pages:/ {print $3}')
@@ -147,7 +147,12 @@ CONF
 }
 EXTRA=()
 declare -A P_SCALE
-for n in $SCALE_KEYS; do P_SCALE[$n]=$(port); small_nginx "big-$n" "$W/db-$n" "${P_SCALE[$n]}" "keyauth_zone rates:64m;"; done
+# each large store's zone holds every key's rate and usage state (96 bytes a
+# key, sized at 128): the draw reaches them all
+for n in $SCALE_KEYS; do
+    P_SCALE[$n]=$(port)
+    small_nginx "big-$n" "$W/db-$n" "${P_SCALE[$n]}" "keyauth_zone rates:$(( n * 128 / 1048576 > 64 ? n * 128 / 1048576 : 64 ))m;"
+done
 small_nginx nolim "$DB" "$P_NOLIM"
 
 # A Kong-style Lua peer (bench/lua_peer.lua): key-auth + rate-limiting with
@@ -253,6 +258,11 @@ run_wrk() { # name -> "rps p50 p99 cpu-us-a-request"
     awk -v cpu_us=$(( (t1 - t0) * TICK_US )) '/Requests\/sec/ {r=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2}
         / requests in / {n=$1} END {print r, p50, p99, cpu_us / n}' <<<"$out"
 }
+
+if [ -n "${PROFILE:-}" ]; then
+    . "$ROOT/bench/profile.sh"
+    exit 0
+fi
 
 declare -A RES
 for round in $(seq "$ROUNDS"); do
