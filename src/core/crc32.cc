@@ -1,6 +1,6 @@
 #include "crc32.h"
 
-#include <cstring>
+#include "le.h"
 
 namespace keyauth {
 namespace {
@@ -24,24 +24,13 @@ struct SlicingTables {
 };
 constexpr SlicingTables kTables;
 
-// Eight bytes as a little-endian word, in one load (le.h's byte loop is not
-// merged into one at -O2).
-uint64_t load_word(const unsigned char *p) noexcept {
-    uint64_t w;
-    std::memcpy(&w, p, sizeof w);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
-}
-
 }  // namespace
 
 uint32_t crc32_short(const unsigned char *p, size_t n) noexcept {
     const auto &t = kTables.table;
     uint32_t crc = 0xffffffffu;
     for (; n >= 8; p += 8, n -= 8) {
-        const uint64_t w = load_word(p) ^ crc;
+        const uint64_t w = load_le<uint64_t>(p) ^ crc;
         crc = t[7][w & 0xff] ^ t[6][(w >> 8) & 0xff] ^ t[5][(w >> 16) & 0xff] ^
               t[4][(w >> 24) & 0xff] ^ t[3][(w >> 32) & 0xff] ^ t[2][(w >> 40) & 0xff] ^
               t[1][(w >> 48) & 0xff] ^ t[0][w >> 56];
