@@ -453,7 +453,7 @@ bench: bench-deps
 # data cache misses (callgrind's cache simulation): docs/performance.md
 bench-profile: bench-deps
 	@$(MAKE) --no-print-directory all
-	@PROFILE=1 bench/run.sh
+	@PROFILE=1 SCALE_KEYS="$${SCALE_KEYS-1000000}" bench/run.sh
 	@CACHE_ONLY=1 CACHE_KEYS=$${CACHE_KEYS:-1000000} bench/callgrind.sh
 
 bench-edges: deps
