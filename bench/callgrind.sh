@@ -193,7 +193,7 @@ else
     echo "  the same, sharing on:           not counted (redis-server is not installed)"
 fi
 quota=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;' "$QKEY")
-echo "  the same, a key under 2 quotas: $quota ($((quota - ka)) for the quota check and charge: $(awk -v a="$quota" -v b="$ka" 'BEGIN {printf "%.3f", a / b}')x; contract: at most 1.03x)"
+echo "  the same, a key under 2 quotas: $quota ($((quota - ka)) for the quota check and charge: $(awk -v a="$quota" -v b="$ka" 'BEGIN {printf "%.3f", a / b}')x; the contract's 1.03x is by worker CPU, bench/run.sh)"
 cold=$(per_request 'keyauth on; keyauth_scope ip:read; empty_gif;' "@$W/keys-1k.txt")
 echo "  the same, 1,000 keys in turn:   $cold ($((cold - gif)) added: every key read from LMDB)"
 
