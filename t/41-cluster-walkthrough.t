@@ -28,11 +28,17 @@ my ($block) = $readme =~ /<!-- cluster walkthrough:[^\n]*-->\n```sh\n(.*?)```/s
 my $dir = tempdir('keyauth-cluster-walk-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{KEYAUTH_KEEP});
 my $var = "$dir/var";
 
-# make run-cluster's ports are BASE + these offsets: pick a base where all are free
+# make run-cluster's ports are BASE + these offsets: pick a base where all are
+# free, below the kernel's ephemeral range. The other tests' servers take
+# ports the kernel picks (port 0) and every client's connection a source port
+# from that range, so none of them can take one of these between this check
+# and make run-cluster binding them (a CI run lost make run-cluster that way).
 my @OFFSETS = (0, 1, 10, 11, 20, 21, 30, 31, 32, 40, 41, 42, 50);
+my ($ephemeral_low) = do { local (@ARGV, $/) = ('/proc/sys/net/ipv4/ip_local_port_range'); <> } =~ /^\s*(\d+)/;
+$ephemeral_low //= 32768;
 my $base;
 for (1 .. 200) {
-    my $b = 20000 + int(rand(40000));
+    my $b = 10000 + int(rand($ephemeral_low - 10000 - 60));
     my @held = map { IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $b + $_,
                                           Listen => 1, ReuseAddr => 1) } @OFFSETS;
     if (!grep { !defined } @held) { $base = $b; last }
