@@ -12,16 +12,11 @@ for n in $SCALE_KEYS; do PROFILED+=("keyauth, $n keys, random"); done
 PSECS=${PROFILE_SECONDS:-10}
 
 profile_one() { # name -> file of "piece ns"
-    local n=$1 m w t0 t1 out args=(-t1 -c"$CONNS" -d"${PSECS}s") f=$W/profile-${#PIECES[@]}
-    m=$(cat "${PIDF[$n]}"); read -r w _ < "/proc/$m/task/$m/children" || true  # no newline at its end
+    local n=$1 w t0 t1 out f=$W/profile-${#PIECES[@]}
+    w=$(worker_pid "${PIDF[$n]}")
     t0=$(worker_ticks "${PIDF[$n]}")
     perf record -q -F 4999 -p "$w" -o "$f.data" -- sleep "$PSECS" 2>/dev/null &
-    if [ -n "${SCRIPT[$n]}" ]; then
-        out=$(taskset -c 1 wrk "${args[@]}" -s "$ROOT/bench/wrk/random_key.lua" "${URL[$n]}" -- "${SCRIPT[$n]}" /v1/ip/8.8.8.8)
-    else
-        [ -z "${HDR[$n]}" ] || args+=(-H "${HDR[$n]}")
-        out=$(taskset -c 1 wrk "${args[@]}" "${URL[$n]}")
-    fi
+    out=$(wrk_at "$n" "$PSECS")
     wait
     t1=$(worker_ticks "${PIDF[$n]}")
     local reqs; reqs=$(awk '/ requests in / {print $1}' <<<"$out")

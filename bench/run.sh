@@ -235,23 +235,32 @@ done
 # The worker's CPU time so far, in clock ticks (utime + stime; with "user",
 # utime alone): each nginx has one worker, and only the configuration being
 # measured loads it.
+worker_pid() { # pid file -> the one worker's pid
+    local m w; m=$(cat "$1"); read -r w _ < "/proc/$m/task/$m/children" || true  # no newline at its end
+    echo "$w"
+}
 worker_ticks() { # pid file [user]
-    local m w; m=$(cat "$1"); read -r w _ < "/proc/$m/task/$m/children"
-    awk -v user="${2:-}" '{print user ? $14 : $14 + $15}' "/proc/$w/stat"
+    awk -v user="${2:-}" '{print user ? $14 : $14 + $15}' "/proc/$(worker_pid "$1")/stat"
 }
 TICK_US=$(( 1000000 / $(getconf CLK_TCK) ))
 
-run_wrk() { # name -> "rps p50 p99 cpu-us-a-request user-cpu-us-a-request"
-    local n=$1 out args=(-t1 -c"$CONNS" -d"${SECS}s" --latency) t0 t1 u0 u1
+# wrk against one configuration: its key file, header or neither.
+wrk_at() { # name seconds [wrk option ...]
+    local n=$1 args=(-t1 -c"$CONNS" -d"$2s" "${@:3}")
     local wrk=(taskset -c 1 wrk)  # nginx's worker is pinned to CPU 0
-    t0=$(worker_ticks "${PIDF[$n]}"); u0=$(worker_ticks "${PIDF[$n]}" user)
     if [ -n "${SCRIPT[$n]}" ]; then
-        out=$("${wrk[@]}" "${args[@]}" -s "$ROOT/bench/wrk/random_key.lua" "${URL[$n]}" -- "${SCRIPT[$n]}" /v1/ip/8.8.8.8)
+        "${wrk[@]}" "${args[@]}" -s "$ROOT/bench/wrk/random_key.lua" "${URL[$n]}" -- "${SCRIPT[$n]}" /v1/ip/8.8.8.8
     elif [ -n "${HDR[$n]}" ]; then
-        out=$("${wrk[@]}" "${args[@]}" -H "${HDR[$n]}" "${URL[$n]}")
+        "${wrk[@]}" "${args[@]}" -H "${HDR[$n]}" "${URL[$n]}"
     else
-        out=$("${wrk[@]}" "${args[@]}" "${URL[$n]}")
+        "${wrk[@]}" "${args[@]}" "${URL[$n]}"
     fi
+}
+
+run_wrk() { # name -> "rps p50 p99 cpu-us-a-request user-cpu-us-a-request"
+    local n=$1 out t0 t1 u0 u1
+    t0=$(worker_ticks "${PIDF[$n]}"); u0=$(worker_ticks "${PIDF[$n]}" user)
+    out=$(wrk_at "$n" "$SECS" --latency)
     t1=$(worker_ticks "${PIDF[$n]}"); u1=$(worker_ticks "${PIDF[$n]}" user)
     if grep -q "Non-2xx" <<<"$out" && [ "${STATUS[$n]}" = 200 ]; then
         echo "bench: $n had non-2xx answers" >&2; exit 1
