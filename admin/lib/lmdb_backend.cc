@@ -116,6 +116,24 @@ void begin_held(LmdbMap &map, LmdbMap::Hold &hold, Begin &&begin) {
     }
 }
 
+// One commit that changes nothing a reader sees: the schema version written
+// again with its own bytes. Best effort (see release_frees_of).
+void commit_unchanged(MDB_env *env, LmdbMap &map, const LmdbTables &tables) noexcept {
+    try {
+        LmdbMap::Hold hold;
+        std::optional<WriteTxn> txn;
+        begin_held(map, hold, [&] { txn.emplace(env); });
+        MDB_val k = val(KA_META_SCHEMA_VERSION), v;
+        if (!lmdb::dbi_get(txn->handle(), tables[Table::kMeta], &k, &v)) return;
+        const std::string same(static_cast<const char *>(v.mv_data), v.mv_size);
+        MDB_val nv = val(same);
+        lmdb::dbi_put(txn->handle(), tables[Table::kMeta], &k, &nv, 0);
+        txn->commit();
+    } catch (...) {
+        // the frees stay unused until some later commit: nothing is lost
+    }
+}
+
 class LmdbReader final : public TxnReader<RecordReader> {
 public:
     LmdbReader(MDB_env *env, LmdbMap &map, const LmdbTables &tables) : TxnReader(tables) {
@@ -146,6 +164,11 @@ public:
                 if (m.changes.empty()) return true;  // nothing to commit (or to fsync)
                 apply_records(txn_->handle(), tables_, m.changes);
                 txn_->commit();
+                if (m.changes.size() >= LmdbBackend::kLargeWrite) {
+                    txn_.reset();
+                    hold_ = LmdbMap::Hold();  // the small commit takes its own
+                    commit_unchanged(env_, map_, tables_);
+                }
                 return true;
             } catch (const lmdb::map_full_error &) {
                 txn_.reset();  // aborted, then the hold given back: grow needs the map alone
@@ -256,6 +279,10 @@ bool LmdbBackend::write(const std::function<bool(MDB_txn *)> &body) {
         }
         map_->grow(filled);
     }
+}
+
+void LmdbBackend::release_frees_of(size_t records) noexcept {
+    if (records >= kLargeWrite) commit_unchanged(env_.handle(), *map_, tables_);
 }
 
 std::unique_ptr<RecordReader> LmdbBackend::read() {

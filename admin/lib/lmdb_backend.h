@@ -56,6 +56,15 @@ public:
     // in the transaction it is given. MapFullError when the map cannot grow.
     bool write(const std::function<bool(MDB_txn *)> &body);
 
+    // LMDB gives a write transaction only the pages freed by commits before
+    // the last one, so a large write right after another large one cannot
+    // reuse the pages that one freed: the file grows by both (ten batches
+    // of keys left 957 bytes a key on disk, 724 with this). Called after a
+    // commit of `records` records; after a large one, one small commit lets
+    // the next write reuse them. Never throws: the write has committed.
+    static constexpr size_t kLargeWrite = 1024;
+    void release_frees_of(size_t records) noexcept;
+
     MDB_env *env() noexcept { return env_.handle(); }
     const LmdbTables &tables() const noexcept { return tables_; }
     // Transactions opened on env() directly hold it (map().hold()).

@@ -154,6 +154,7 @@ void Mirror::apply(const std::vector<RecordChange> &changes, int64_t revision) {
         return true;
     });
     mark_ = next;
+    live_->release_frees_of(changes.size());
 }
 
 std::optional<Refusal> Mirror::refused(const std::vector<RecordChange> &changes) const {
