@@ -1,11 +1,12 @@
 // The rebuild's read-ahead against a real etcd member on loopback
-// (tests/etcd_cluster.h): every range's pages, in snapshot_ranges' order, at
-// the revision of the first page, however far ahead it reads; dropped or
-// stopped midway it ends; a member gone midway is an error, never a short
-// snapshot taken for a whole one.
+// (tests/etcd_cluster.h): every range's pages, each range in order, at the
+// revision of the first page, however far ahead it reads and on however many
+// clients; dropped or stopped midway it ends; a member gone midway is an
+// error, never a short snapshot taken for a whole one.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,13 +92,23 @@ protected:
     std::atomic<bool> stop{false};
 };
 
-TEST_F(SyncdSnapshotReader, ReadsEveryRangeInOrderAtTheFirstPagesRevision) {
+// The records in a canonical order: two readers hand in whole ranges in the
+// order they finish them.
+std::vector<Record> sorted(std::vector<Record> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+TEST_F(SyncdSnapshotReader, ReadsEveryRangeAtTheFirstPagesRevision) {
     const std::vector<Record> expected = read_serially(*c);
     ASSERT_EQ(expected.size(), 3u + 15u + 1u);
 
     auto reader_client = connect(etcd);
-    for (size_t ahead : {1u, 4u}) {
-        SnapshotReader reader(*reader_client, kPrefix, /*page_size=*/2, stop, ahead);
+    auto second_client = connect(etcd);
+    for (auto [ahead, readers] : {std::pair<size_t, size_t>{1, 1}, {4, 1}, {1, 2}, {4, 2}}) {
+        std::vector<etcd::Client *> clients = {reader_client.get()};
+        if (readers == 2) clients.push_back(second_client.get());
+        SnapshotReader reader(clients, kPrefix, /*page_size=*/2, stop, ahead);
         std::vector<Record> got;
         std::optional<Batch> first = reader.next();
         ASSERT_TRUE(first);
@@ -113,12 +124,16 @@ TEST_F(SyncdSnapshotReader, ReadsEveryRangeInOrderAtTheFirstPagesRevision) {
             pages++;
         }
         EXPECT_TRUE(reader.status().ok()) << reader.status().message;
-        EXPECT_EQ(got, expected) << "ahead " << ahead;
+        if (readers == 1) {
+            EXPECT_EQ(got, expected) << "one reader reads the ranges in order; ahead " << ahead;
+        } else {
+            EXPECT_EQ(sorted(got), sorted(expected)) << "ahead " << ahead;
+        }
         EXPECT_GE(pages, 10u);
         EXPECT_GE(reader.revision(), populated);
         EXPECT_LT(reader.revision(), later);
         // the next snapshot has them: the reader is not reading a copy
-        SnapshotReader again(*reader_client, kPrefix, 1000, stop);
+        SnapshotReader again(clients, kPrefix, 1000, stop);
         size_t records = 0;
         while (std::optional<Batch> b = again.next()) records += b->changes.size();
         EXPECT_EQ(records, expected.size() + 1);
@@ -135,7 +150,7 @@ TEST_F(SyncdSnapshotReader, ReadsEveryRangeInOrderAtTheFirstPagesRevision) {
 
 TEST_F(SyncdSnapshotReader, DroppedOrStoppedMidwayItEndsAndTheClientIsFree) {
     {
-        SnapshotReader reader(*c, kPrefix, 1, stop, 1);
+        SnapshotReader reader({c.get()}, kPrefix, 1, stop, 1);
         ASSERT_TRUE(reader.next());
     }  // dropped with pages left: the destructor returns
     etcd::RangeResponse r;
@@ -144,7 +159,8 @@ TEST_F(SyncdSnapshotReader, DroppedOrStoppedMidwayItEndsAndTheClientIsFree) {
     all.range_end = watched_end(kPrefix);
     ASSERT_TRUE(c->range(all, r).ok()) << "the client is usable again";
 
-    SnapshotReader reader(*c, kPrefix, 1, stop, 1);
+    auto second = connect(etcd);
+    SnapshotReader reader({c.get(), second.get()}, kPrefix, 1, stop, 1);
     ASSERT_TRUE(reader.next());
     stop = true;  // the sync loop stopping: at most the pages read ahead follow
     size_t after = 0;
@@ -154,7 +170,8 @@ TEST_F(SyncdSnapshotReader, DroppedOrStoppedMidwayItEndsAndTheClientIsFree) {
 }
 
 TEST_F(SyncdSnapshotReader, AMemberGoneMidwayIsAnErrorNotAShortSnapshot) {
-    SnapshotReader reader(*c, kPrefix, 1, stop, 1);
+    auto second = connect(etcd);
+    SnapshotReader reader({c.get(), second.get()}, kPrefix, 1, stop, 1);
     ASSERT_TRUE(reader.next());
     etcd.kill(0);
     size_t records = 1;

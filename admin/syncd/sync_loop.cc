@@ -28,15 +28,19 @@ std::unique_ptr<SyncLoop> SyncLoop::make(SyncOptions options, Mirror &mirror, Me
                                          std::string &error) {
     auto client = etcd::Client::make(options.etcd, error);
     if (!client) return nullptr;
-    return std::unique_ptr<SyncLoop>(new SyncLoop(std::move(options), mirror, metrics, std::move(client)));
+    auto second = etcd::Client::make(options.etcd, error);
+    if (!second) return nullptr;
+    return std::unique_ptr<SyncLoop>(
+        new SyncLoop(std::move(options), mirror, metrics, std::move(client), std::move(second)));
 }
 
 SyncLoop::SyncLoop(SyncOptions options, Mirror &mirror, Metrics &metrics,
-                   std::unique_ptr<etcd::Client> client)
+                   std::unique_ptr<etcd::Client> client, std::unique_ptr<etcd::Client> second_reader)
     : options_(std::move(options)),
       mirror_(mirror),
       metrics_(metrics),
       client_(std::move(client)),
+      second_reader_(std::move(second_reader)),
       backoff_(options_.backoff_min),
       apply_backoff_(options_.backoff_min),
       jitter_(std::random_device{}()) {
@@ -51,6 +55,7 @@ void SyncLoop::stop() noexcept {
         stop_.store(true);
     }
     client_->cancel();
+    second_reader_->cancel();
     wake_.notify_all();
 }
 
@@ -177,7 +182,7 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason)
     int64_t revision = 0;
     {
         // etcd answers the next pages while this thread writes one
-        SnapshotReader reader(*client_, options_.prefix, options_.page_size, stop_);
+        SnapshotReader reader({client_.get(), second_reader_.get()}, options_.prefix, options_.page_size, stop_);
         try {
             while (std::optional<Batch> b = reader.next()) {
                 try {
@@ -202,7 +207,7 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason)
         }
         revision = reader.revision();
         if (!refused && !failed && !stopping()) s = reader.status();
-    }  // the reader stops and is gone: the client is this thread's again
+    }  // the reader stops and is gone: the clients are this thread's again
     if (failed) std::rethrow_exception(failed);  // run() logs it; the Rebuild removes its directory
     if (refused) {
         if (refusal) {

@@ -76,7 +76,8 @@ public:
 private:
     enum class Next { kWatch, kRebuild, kBackoff, kStop };
 
-    SyncLoop(SyncOptions options, Mirror &mirror, Metrics &metrics, std::unique_ptr<etcd::Client> client);
+    SyncLoop(SyncOptions options, Mirror &mirror, Metrics &metrics, std::unique_ptr<etcd::Client> client,
+             std::unique_ptr<etcd::Client> second_reader);
 
     // The record a refused batch is stuck on, as etcd holds it.
     struct Blocked {
@@ -107,6 +108,7 @@ private:
     Mirror &mirror_;
     Metrics &metrics_;
     std::unique_ptr<etcd::Client> client_;
+    std::unique_ptr<etcd::Client> second_reader_;  // a rebuild reads its snapshot on both
     std::atomic<bool> stop_{false};
     std::mutex mutex_;
     std::condition_variable wake_;
