@@ -519,6 +519,54 @@ TEST(EtcdClient, WatchFromAPastRevisionSeesEveryEventInOrderThenProgress) {
     figure(b);
 }
 
+// A watch that fell behind (its reader busy) gets the answers that piled up
+// in one turn, each but the last marked as having more at hand, so that
+// syncd can apply them in one write; none is lost or reordered, and an
+// answer that comes alone is never marked (the caller would wait for more).
+TEST(EtcdClient, AnswersThatPiledUpAreMarkedAsHavingMoreAtHand) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd.endpoint_list());
+    auto writer = connect(etcd.endpoint_list());
+    ASSERT_NE(c, nullptr);
+    ASSERT_NE(writer, nullptr);
+    constexpr int kPiled = 40;
+    std::vector<int64_t> revisions;  // of the events seen, in order
+    int answers = 0, marked = 0;
+    bool last_marked = true;
+    int64_t last_revision = 0;
+    WatchOptions wo;
+    wo.silence_timeout = 10s;
+    Status s = c->watch(watch_prefix("/m/", 0), wo, [&](const WatchResponse &r) {
+        if (r.created) {
+            PutResponse p;
+            EXPECT_OK(writer->put({"/m/first", "x"}, p));
+            return true;
+        }
+        if (r.events.empty()) return true;  // a progress notification
+        ++answers;
+        marked += r.more_at_hand;
+        last_marked = r.more_at_hand;
+        for (const Event &e : r.events) revisions.push_back(e.kv.mod_revision);
+        if (answers == 1) {
+            // busy with the first answer while the next ones are written,
+            // one revision each: they pile up on the connection
+            for (int i = 0; i < kPiled; ++i) {
+                PutResponse p;
+                EXPECT_OK(writer->put({"/m/" + std::to_string(i), "x"}, p));
+                last_revision = p.header.revision;
+            }
+            return true;
+        }
+        return revisions.back() < last_revision;
+    });
+    EXPECT_OK(s);
+    ASSERT_EQ(revisions.size(), static_cast<size_t>(kPiled + 1));
+    for (size_t i = 1; i < revisions.size(); ++i) EXPECT_EQ(revisions[i], revisions[i - 1] + 1) << i;
+    EXPECT_GE(marked, 1) << answers << " answers";
+    EXPECT_FALSE(last_marked) << "the last answer had nothing after it";
+}
+
 TEST(EtcdClient, CompactedRevisionsAreReportedAsSuch) {
     EtcdCluster etcd(1);
     ASSERT_TRUE(etcd.ok()) << etcd.error();

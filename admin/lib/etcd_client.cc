@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 namespace keyauth::etcd {
@@ -104,6 +105,7 @@ namespace {
 // How often a waiting call looks at the caller's stop flag. cancel() does
 // not wait for it: it wakes the wait at once.
 constexpr milliseconds kPollSlice{100};
+constexpr long kReadBufferBytes = 512 * 1024;
 
 CURLcode global_init() {
     static std::once_flag once;
@@ -117,7 +119,11 @@ long ms_of(Clock::duration d) {
 }
 
 // What libcurl hands over, for one transfer: a unary answer, or a watch
-// stream split into lines and passed on one by one.
+// stream split into lines and passed on one by one. A watch's lines are
+// passed on after each turn of libcurl rather than as each arrives: one
+// read of the socket holds many of a stream that fell behind (an answer is
+// an HTTP chunk of its own, written to on_data alone), and each line but
+// the turn's last is marked as having more at hand.
 struct Sink {
     CURL *easy = nullptr;
     std::size_t limit = 0;
@@ -140,7 +146,7 @@ struct Sink {
     }
 
     // false ends the transfer
-    bool deliver(std::string_view line) {
+    bool deliver(std::string_view line, bool more_at_hand = false) {
         WatchLine w;
         std::string error;
         if (!parse_watch_line(line, w, error)) {
@@ -164,6 +170,7 @@ struct Sink {
             return false;
         }
         established = true;
+        w.result.more_at_hand = more_at_hand;
         try {
             if (!(*on_result)(w.result)) {
                 end(Errc::kOk, "stopped by the callback");
@@ -177,16 +184,25 @@ struct Sink {
         return true;
     }
 
+    // The next line at or after `from` that is whole and not empty, if any.
+    std::optional<std::string_view> next_line(std::size_t &from) const {
+        for (;;) {
+            std::size_t nl = body.find('\n', std::max(from, scanned));
+            if (nl == std::string::npos) return std::nullopt;
+            std::string_view line(body.data() + from, nl - from);
+            from = nl + 1;
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (!line.empty()) return line;
+        }
+    }
+
     bool split_lines() {
         std::size_t start = 0;
-        for (;;) {
-            std::size_t nl = body.find('\n', std::max(start, scanned));
-            if (nl == std::string::npos) break;
-            std::string_view line(body.data() + start, nl - start);
-            start = nl + 1;
-            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            if (line.empty()) continue;
-            if (!deliver(line)) return false;
+        std::optional<std::string_view> line = next_line(start);
+        while (line) {
+            std::optional<std::string_view> after = next_line(start);
+            if (!deliver(*line, after.has_value())) return false;
+            line = after;
         }
         body.erase(0, start);
         scanned = body.size();
@@ -205,8 +221,7 @@ size_t on_data(char *data, size_t size, size_t count, void *user) {
     }
     try {
         sink->body.append(data, n);
-        if (sink->on_result == nullptr || sink->http != 200) return n;
-        return sink->split_lines() ? n : 0;
+        return n;
     } catch (...) {  // bad_alloc
         sink->thrown = std::current_exception();
         return 0;
@@ -282,9 +297,11 @@ struct Client::Impl {
     }
 
     // One transfer on the multi handle until it finishes, `deadline()` (read
-    // again each turn: a watch's moves with its data) passes, or a cancel.
-    template <typename Deadline>
-    Run drive(CURL *e, const std::atomic<bool> *stop, Deadline deadline) {
+    // again each turn: a watch's moves with its data) passes, a cancel, or
+    // `after_turn()` (called after each turn that did not finish it) says
+    // to end it.
+    template <typename Deadline, typename AfterTurn>
+    Run drive(CURL *e, const std::atomic<bool> *stop, Deadline deadline, AfterTurn after_turn) {
         Run run;
         if (curl_multi_add_handle(multi, e) != CURLM_OK) {
             run.code = CURLE_FAILED_INIT;
@@ -304,6 +321,10 @@ struct Client::Impl {
             if (finished) break;
             if (mc != CURLM_OK) {
                 run.code = CURLE_FAILED_INIT;
+                break;
+            }
+            if (!after_turn()) {
+                run.outcome = Outcome::kCanceled;
                 break;
             }
             if (canceled.load() || (stop != nullptr && stop->load())) {
@@ -334,6 +355,9 @@ struct Client::Impl {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());  // not copied: body outlives the transfer
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &sink);
+        // whatever the socket holds in one read (libcurl's default is 16 KiB):
+        // a watch that fell behind gets many answers at hand at once
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReadBufferBytes);
     }
 
     // One try on one endpoint: its outcome, and whether the call goes on to
@@ -380,7 +404,7 @@ struct Client::Impl {
         std::string url = where + path;
         Sink sink;
         prepare(easy[index], url, body, sink);
-        Run run = drive(easy[index], nullptr, [deadline] { return deadline; });
+        Run run = drive(easy[index], nullptr, [deadline] { return deadline; }, [] { return true; });
         if (sink.thrown) std::rethrow_exception(sink.thrown);  // bad_alloc only
         if (run.outcome != Outcome::kFinished || run.code != CURLE_OK) {
             return transport_failure(run, sink, budget_ms, where);
@@ -444,11 +468,16 @@ struct Client::Impl {
         Sink sink;
         sink.on_result = &on_result;
         prepare(easy[index], url, body, sink);
-        Run run = drive(easy[index], wo.stop, [&] {
-            if (!sink.established) return establish_by;
-            if (wo.silence_timeout.count() <= 0) return Clock::time_point::max();
-            return sink.last_data + wo.silence_timeout;
-        });
+        auto lines = [&] { return sink.http != 200 || sink.split_lines(); };
+        Run run = drive(
+            easy[index], wo.stop,
+            [&] {
+                if (!sink.established) return establish_by;
+                if (wo.silence_timeout.count() <= 0) return Clock::time_point::max();
+                return sink.last_data + wo.silence_timeout;
+            },
+            lines);
+        if (run.outcome == Outcome::kFinished && !sink.ended && !sink.thrown) lines();  // the last turn's
         if (sink.thrown) std::rethrow_exception(sink.thrown);
         bool retry_elsewhere = !sink.established;
         if (sink.ended) {

@@ -199,6 +199,10 @@ struct WatchResponse {
     int64_t compact_revision = 0;  // canceled because start_revision was compacted
     std::string cancel_reason;
     std::vector<Event> events;  // in revision order
+    // Set by the client, not read from the answer: the next answer of the
+    // stream had already arrived when this one was handed over, so a caller
+    // may take both in one write without waiting for anything.
+    bool more_at_hand = false;
 
     // A progress notification: only a header, saying that nothing in the
     // range changed up to header.revision. Catch-up batches, by contrast,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -17,6 +18,9 @@ namespace keyauth::syncd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The most record changes of answers at hand one LMDB write takes.
+constexpr size_t kMaxMergedChanges = 50'000;
 
 int64_t ms_since(Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -247,29 +251,18 @@ SyncLoop::Next SyncLoop::watch() {
 
     bool refused = false;
     std::exception_ptr failed;
-    etcd::Status s = client_->watch(w, wo, [&](const etcd::WatchResponse &r) {
-        if (r.created) {
-            if (r.header.revision < w.start_revision - 1) {
-                // the member is behind what this store holds: restored
-                rebuild_reason_ = "etcd's revision " + std::to_string(r.header.revision) +
-                                  " is behind this store's " + std::to_string(w.start_revision - 1) +
-                                  " (restored from a snapshot?)";
-                return false;
-            }
-            metrics_.set_etcd_up(true);
-            backoff_ = options_.backoff_min;
-            log_event("watch established",
-                      {{"endpoint", client_->preferred_endpoint()}, {"fromRevision", w.start_revision}});
-            return true;
-        }
-        if (r.events.empty()) {
-            // a progress notification: the synced watch has sent everything
-            // up to its revision, and nothing in the range changed
-            note_progress(r.header.revision);
-            metrics_.current();
-            return !stopping();
-        }
-        Batch b = batch_of_events(options_.prefix, r.events);
+    // Answers already at hand are applied together, in one LMDB write (one
+    // key_slots pass, one fsync), up to kMaxMergedChanges: a watch that fell
+    // behind (a paused or busy edge) catches up in a few large writes rather
+    // than one for each etcd txn, and an answer alone is applied at once.
+    Batch pending;
+    bool has_pending = false;
+    int64_t pending_header = 0;  // the last merged answer's header revision
+    auto apply_pending = [&]() -> bool {
+        if (!has_pending) return true;
+        has_pending = false;
+        Batch b = std::move(pending);
+        pending = Batch();
         try {
             mirror_.apply(b.changes, b.revision);
         } catch (const StoreError &e) {  // a record this build cannot apply
@@ -289,7 +282,42 @@ SyncLoop::Next SyncLoop::watch() {
         metrics_.set_applied(known_revision());
         // a catch-up batch's header is ahead of its events: current only
         // once the batch reaches it
-        if (r.header.revision <= known_revision()) metrics_.current();
+        if (pending_header <= known_revision()) metrics_.current();
+        return true;
+    };
+    etcd::Status s = client_->watch(w, wo, [&](const etcd::WatchResponse &r) {
+        if (r.created) {
+            if (r.header.revision < w.start_revision - 1) {
+                // the member is behind what this store holds: restored
+                rebuild_reason_ = "etcd's revision " + std::to_string(r.header.revision) +
+                                  " is behind this store's " + std::to_string(w.start_revision - 1) +
+                                  " (restored from a snapshot?)";
+                return false;
+            }
+            metrics_.set_etcd_up(true);
+            backoff_ = options_.backoff_min;
+            log_event("watch established",
+                      {{"endpoint", client_->preferred_endpoint()}, {"fromRevision", w.start_revision}});
+            return true;
+        }
+        if (r.events.empty()) {
+            if (!apply_pending()) return false;
+            // a progress notification: the synced watch has sent everything
+            // up to its revision, and nothing in the range changed
+            note_progress(r.header.revision);
+            metrics_.current();
+            return !stopping();
+        }
+        Batch b = batch_of_events(options_.prefix, r.events);
+        pending.changes.insert(pending.changes.end(), std::make_move_iterator(b.changes.begin()),
+                               std::make_move_iterator(b.changes.end()));
+        pending.revision = std::max(pending.revision, b.revision);
+        pending.read += b.read;
+        pending.skipped += b.skipped;
+        pending_header = r.header.revision;
+        has_pending = true;
+        if (r.more_at_hand && pending.changes.size() < kMaxMergedChanges && !stopping()) return true;
+        if (!apply_pending()) return false;
         return !stopping();
     });
     metrics_.set_etcd_up(false);
