@@ -83,32 +83,41 @@ printf "revocation to 401 on 2 edges (%d):  p50 %.2f ms  p99 %.2f ms  max %.2f m
     scalar @lat, pct(50, @lat), pct(99, @lat), $lat[-1];
 
 # 2. syncd's apply rate: paused while CATCHUP keys are written, then let go
-my $events0 = $edges[1]->syncd_metric('keyauth_syncd_events_total') // 0;  # not while it is stopped
-kill 'STOP', $edges[1]->syncd_pid;
-make_keys($CATCHUP);
-my $target = etcd_revision();
-my ($syncd_cpu, $etcd_cpu) = (cpu_seconds($edges[1]->syncd_pid), cpu_seconds($etcd->pid(0)));
-my $t0 = time;
-kill 'CONT', $edges[1]->syncd_pid;
-$edges[1]->wait_synced($target, 600) or die 'no catch-up';
-my $secs = time - $t0;
-my $events = ($edges[1]->syncd_metric('keyauth_syncd_events_total') // 0) - $events0;
-printf "syncd catch-up: %d events (%d keys) in %.2f s = %.0f events/s, %.0f keys/s (CPU: syncd %.2f s, etcd %.2f s)\n",
-    $events, $CATCHUP, $secs, $events / $secs, $CATCHUP / $secs,
-    cpu_seconds($edges[1]->syncd_pid) - $syncd_cpu, cpu_seconds($etcd->pid(0)) - $etcd_cpu;
+# (here with a small store; again at KEYS keys after the bootstrap, below)
+sub catch_up {
+    my ($edge, $what) = @_;
+    my $events0 = $edge->syncd_metric('keyauth_syncd_events_total') // 0;  # not while it is stopped
+    kill 'STOP', $edge->syncd_pid;
+    make_keys($CATCHUP);
+    my $target = etcd_revision();
+    my ($syncd_cpu, $etcd_cpu) = (cpu_seconds($edge->syncd_pid), cpu_seconds($etcd->pid(0)));
+    my $t0 = time;
+    kill 'CONT', $edge->syncd_pid;
+    $edge->wait_synced($target, 600) or die 'no catch-up';
+    my $secs = time - $t0;
+    my $events = ($edge->syncd_metric('keyauth_syncd_events_total') // 0) - $events0;
+    printf "syncd catch-up %s: %d events (%d keys) in %.2f s = %.0f events/s, %.0f keys/s (CPU: syncd %.2f s, etcd %.2f s)\n",
+        $what, $events, $CATCHUP, $secs, $events / $secs, $CATCHUP / $secs,
+        cpu_seconds($edge->syncd_pid) - $syncd_cpu, cpu_seconds($etcd->pid(0)) - $etcd_cpu;
+}
+catch_up($edges[1], sprintf('at %d keys', $REVOCATIONS + 1));
 
 # 3. bootstrap of an empty edge at KEYS keys
 my $have = $REVOCATIONS + $CATCHUP + 1;
 my $fill = make_keys($KEYS > $have ? $KEYS - $have : 0);
 printf "loaded %d keys through keyauthctl --etcd in %.0f s (%.0f keys/s, 40 a txn)\n", $KEYS - $have, $fill, ($KEYS - $have) / ($fill || 1);
 my $e = KeyauthTest->new(etcd => $endpoints);
-$etcd_cpu = cpu_seconds($etcd->pid(0));
-$t0 = time;
+my $etcd_cpu = cpu_seconds($etcd->pid(0));
+my $t0 = time;
 $e->start_syncd;
 $e->wait_synced(etcd_revision(), 3600) or die 'no bootstrap';
-$secs = time - $t0;
+my $secs = time - $t0;
 printf "bootstrap CPU: syncd %.1f s, etcd %.1f s\n", cpu_seconds($e->syncd_pid), cpu_seconds($etcd->pid(0)) - $etcd_cpu;
 my $bytes = -s $e->db . '/data.mdb';
 my $used = `mdb_stat -e @{[ $e->db ]}` =~ /Number of pages used: (\d+)/ ? $1 * 4096 : 0;
 printf "bootstrap of an empty edge: %d keys in %.1f s = %.0f keys/s; LMDB %.0f bytes/key in use\n",
     $KEYS, $secs, $KEYS / $secs, $used / $KEYS;
+
+# 4. the catch-up again, at KEYS keys: each LMDB write of it now rewrites
+# key_slots chunks of a large table
+catch_up($e, sprintf('at %d keys', $KEYS));

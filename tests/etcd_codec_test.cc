@@ -517,6 +517,18 @@ TEST(EtcdEdgeCases, InputsAreBounded) {
     EXPECT_NE(error.find("nested"), std::string::npos) << error;
     std::string ok_depth = R"({"header":{},"x":)" + std::string(10, '[') + std::string(10, ']') + "}";
     EXPECT_TRUE(parse_range_response(ok_depth, r, error)) << error;
+    // the bound is kMaxJsonDepth containers open at once, the answer's own included
+    auto nested = [](int arrays) {
+        return R"({"header":{},"x":)" + std::string(arrays, '[') + std::string(arrays, ']') + "}";
+    };
+    EXPECT_TRUE(parse_range_response(nested(kMaxJsonDepth - 1), r, error)) << error;
+    EXPECT_FALSE(parse_range_response(nested(kMaxJsonDepth), r, error));
+    EXPECT_NE(error.find("nested"), std::string::npos) << error;
+    // brackets inside strings (escaped quotes too) are not nesting
+    std::string in_string = R"({"header":{},"x":"\"[{)" + std::string(100, '[') + R"(\\"})";
+    EXPECT_TRUE(parse_range_response(in_string, r, error)) << error;
+    std::string after_string = R"({"header":{},"x":"\\",)" + std::string(100, '[') + std::string(100, ']') + "}";
+    EXPECT_FALSE(parse_range_response(after_string, r, error)) << "a string that ends in an escaped backslash";
 }
 
 }  // namespace
