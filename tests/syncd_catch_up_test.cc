@@ -1,7 +1,8 @@
 // keyauth-syncd's watch path when an edge fell behind, against a real etcd
 // member (tests/etcd_cluster.h): answers that piled up are applied together
-// and in order, and an answer too large to read turns into a rebuild rather
-// than a stall.
+// and in order, a record among them that cannot be applied lets the ones
+// before it land, and an answer too large to read turns into a rebuild
+// rather than a stall.
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
@@ -63,6 +64,40 @@ TEST(SyncdLoop, AnswersThatPiledUpAreAppliedTogetherInOrder) {
     const Dump d = kt::dump_env(mirror.env());
     EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(1001)), 0u) << "put, revoked, deleted";
     EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).at(kt::test_hash(1000)), kt::key_record(1000, 1, true, "again"));
+}
+
+// Among answers that piled up, one holding a record this build cannot read:
+// the answers before it land (a revocation among them), as they would have
+// one by one, and the edge blocks, visibly, on the one that holds it.
+TEST(SyncdLoop, ARefusedRecordAmongPiledUpAnswersLetsTheOnesBeforeItLand) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    auto c = connect(etcd);
+    ASSERT_NE(c, nullptr);
+    const int64_t populated = populate(*c, 1, 2);
+    TempDir dir;
+    Mirror mirror(dir.sub("db"), 0);
+    Metrics metrics;
+    Running run(etcd, mirror, metrics);
+    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, populated); }, 30s));
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.etcd_up(); }, 10s));
+
+    MDB_txn *held = nullptr;  // the loop's next write waits for it
+    ASSERT_EQ(mdb_txn_begin(mirror.env(), nullptr, 0, &held), 0);
+    write(*c, Table::kKeysByHash, kt::test_hash(1000), kt::key_record(1000, 1));
+    const int64_t revoked = write(*c, Table::kKeysByHash, kt::test_hash(100), kt::key_record(100, 1, true));
+    const int64_t bad = write(*c, Table::kKeysByHash, kt::test_hash(999), kt::unknown_layout_key_record());
+    write(*c, Table::kKeysByHash, kt::test_hash(101), kt::key_record(101, 1, true));
+    mdb_txn_abort(held);
+    ASSERT_TRUE(kt::wait_until([&] { return metrics.blocked(); }, 20s));
+    EXPECT_EQ(metrics.applied_revision(), revoked);
+    run.stop();
+    const Dump d = kt::dump_env(mirror.env());
+    EXPECT_EQ(key_status(d, 100), KA_KEY_REVOKED) << "the revocation before the refused record is in force";
+    EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(1000)), 1u);
+    EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(999)), 0u);
+    EXPECT_EQ(key_status(d, 101), KA_KEY_ACTIVE) << "nothing after it";
+    EXPECT_LT(mirror.mark()->revision, bad);
 }
 
 // Issue 27, item 3: a catch-up answer over the client's size bound (here

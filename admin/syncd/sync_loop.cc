@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <exception>
-#include <iterator>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "etcd_keyspace.h"
 #include "record_changes.h"
@@ -251,38 +251,66 @@ SyncLoop::Next SyncLoop::watch() {
 
     bool refused = false;
     std::exception_ptr failed;
-    // Answers already at hand are applied together, in one LMDB write (one
-    // key_slots pass, one fsync), up to kMaxMergedChanges: a watch that fell
-    // behind (a paused or busy edge) catches up in a few large writes rather
-    // than one for each etcd txn, and an answer alone is applied at once.
-    Batch pending;
-    bool has_pending = false;
-    int64_t pending_header = 0;  // the last merged answer's header revision
-    auto apply_pending = [&]() -> bool {
-        if (!has_pending) return true;
-        has_pending = false;
-        Batch b = std::move(pending);
-        pending = Batch();
+    // Applies one batch whose answer's header said `header`. kRefused: a
+    // record this build cannot apply, nothing written; the edge blocks on it
+    // unless `merged` (the caller splits the batch first). kEnded: the watch
+    // must end (blocked, or an error).
+    enum class Applied { kApplied, kRefused, kEnded };
+    auto apply = [&](const Batch &b, int64_t header, bool merged) {
         try {
             mirror_.apply(b.changes, b.revision);
-        } catch (const StoreError &e) {  // a record this build cannot apply
+        } catch (const StoreError &e) {
+            if (merged) return Applied::kRefused;
             block("watch", b.changes, mirror_.refused(b.changes), e.what(), b.revision);
             refused = true;
-            return false;
+            return Applied::kEnded;
         } catch (const std::exception &e) {  // lmdb::error: a full map...
             apply_failed("watch", e.what(), b.revision);
             refused = true;
-            return false;
+            return Applied::kEnded;
         } catch (...) {
             failed = std::current_exception();
-            return false;
+            return Applied::kEnded;
         }
         apply_backoff_ = options_.backoff_min;
         metrics_.add_events(b.read);
         metrics_.set_applied(known_revision());
         // a catch-up batch's header is ahead of its events: current only
         // once the batch reaches it
-        if (pending_header <= known_revision()) metrics_.current();
+        if (header <= known_revision()) metrics_.current();
+        return Applied::kApplied;
+    };
+    // Answers already at hand are applied together, in one LMDB write (one
+    // key_slots pass, one fsync), up to kMaxMergedChanges: a watch that fell
+    // behind (a paused or busy edge) catches up in a few large writes rather
+    // than one for each etcd txn, and an answer alone is applied at once.
+    std::vector<Batch> pending;
+    std::vector<int64_t> pending_headers;
+    size_t pending_changes = 0;
+    auto apply_pending = [&]() -> bool {
+        std::vector<Batch> answers = std::move(pending);
+        std::vector<int64_t> headers = std::move(pending_headers);
+        pending.clear();
+        pending_headers.clear();
+        pending_changes = 0;
+        if (answers.size() > 1) {
+            Batch merged;
+            for (const Batch &b : answers) {
+                merged.changes.insert(merged.changes.end(), b.changes.begin(), b.changes.end());
+                merged.revision = std::max(merged.revision, b.revision);
+                merged.read += b.read;
+                merged.skipped += b.skipped;
+            }
+            const Applied a = apply(merged, headers.back(), /*merged=*/true);
+            if (a != Applied::kRefused) return a == Applied::kApplied;
+            // a record this build cannot apply: the answers land one by one,
+            // as they would have alone, so that those before it (a
+            // revocation among them) are in force while the edge is blocked
+            // on the one that holds it
+        }
+        for (size_t i = 0; i < answers.size(); i++) {
+            if (apply(answers[i], headers[i], /*merged=*/false) != Applied::kApplied) return false;
+        }
         return true;
     };
     etcd::Status s = client_->watch(w, wo, [&](const etcd::WatchResponse &r) {
@@ -309,14 +337,10 @@ SyncLoop::Next SyncLoop::watch() {
             return !stopping();
         }
         Batch b = batch_of_events(options_.prefix, r.events);
-        pending.changes.insert(pending.changes.end(), std::make_move_iterator(b.changes.begin()),
-                               std::make_move_iterator(b.changes.end()));
-        pending.revision = std::max(pending.revision, b.revision);
-        pending.read += b.read;
-        pending.skipped += b.skipped;
-        pending_header = r.header.revision;
-        has_pending = true;
-        if (r.more_at_hand && pending.changes.size() < kMaxMergedChanges && !stopping()) return true;
+        pending_changes += b.changes.size();
+        pending.push_back(std::move(b));
+        pending_headers.push_back(r.header.revision);
+        if (r.more_at_hand && pending_changes < kMaxMergedChanges && !stopping()) return true;
         if (!apply_pending()) return false;
         return !stopping();
     });
