@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include <memory>
+
 #include "syncd_loop_fixtures.h"
 
 using namespace keyauth;
@@ -17,31 +19,48 @@ using keyauth::testing::TempDir;
 namespace kt = keyauth::testing;
 using namespace std::chrono_literals;
 
+namespace {
+
+// An edge mirroring a small prefix and watching it, with a way to hold its
+// next write back (the store's writer lock, taken as a long apply would
+// hold it) while etcd's answers pile up on the connection.
+class SyncdFallenBehind : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_TRUE(etcd.ok()) << etcd.error();
+        c = connect(etcd);
+        ASSERT_NE(c, nullptr);
+        const int64_t populated = populate(*c, 1, 2);
+        run = std::make_unique<Running>(etcd, mirror, metrics);
+        ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, populated); }, 30s));
+        ASSERT_TRUE(kt::wait_until([&] { return metrics.etcd_up(); }, 10s));
+    }
+    void hold_writes() { ASSERT_EQ(mdb_txn_begin(mirror.env(), nullptr, 0, &held), 0); }
+    void let_go() { mdb_txn_abort(held); }
+
+    EtcdCluster etcd{1};
+    std::unique_ptr<etcd::Client> c;
+    TempDir dir;
+    Mirror mirror{dir.sub("db"), 0};
+    Metrics metrics;
+    std::unique_ptr<Running> run;
+    MDB_txn *held = nullptr;
+};
+
+}  // namespace
+
 // An edge that fell behind (here: its store's writer lock held, as a long
 // apply would) applies the answers that piled up together, in a few LMDB
 // writes rather than one each; and nothing is lost or reordered: a key put,
 // revoked and deleted across the piled answers ends as etcd has it.
-TEST(SyncdLoop, AnswersThatPiledUpAreAppliedTogetherInOrder) {
-    EtcdCluster etcd(1);
-    ASSERT_TRUE(etcd.ok()) << etcd.error();
-    auto c = connect(etcd);
-    ASSERT_NE(c, nullptr);
-    const int64_t populated = populate(*c, 1, 2);
-    TempDir dir;
-    Mirror mirror(dir.sub("db"), 0);
-    Metrics metrics;
-    Running run(etcd, mirror, metrics);
-    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, populated); }, 30s));
-    ASSERT_TRUE(kt::wait_until([&] { return metrics.etcd_up(); }, 10s));
-
+TEST_F(SyncdFallenBehind, AnswersThatPiledUpAreAppliedTogetherInOrder) {
     auto last_txn = [&] {
         MDB_envinfo info;
         EXPECT_EQ(mdb_env_info(mirror.env(), &info), 0);
         return info.me_last_txnid;
     };
     const size_t txns_before = last_txn();
-    MDB_txn *held = nullptr;  // the loop's next write waits for it
-    ASSERT_EQ(mdb_txn_begin(mirror.env(), nullptr, 0, &held), 0);
+    hold_writes();
     constexpr unsigned kAnswers = 60;
     int64_t rev = 0;
     for (unsigned i = 0; i < kAnswers; ++i) {
@@ -54,12 +73,12 @@ TEST(SyncdLoop, AnswersThatPiledUpAreAppliedTogetherInOrder) {
                         key % 2 ? std::nullopt : std::optional<std::string>(kt::key_record(key, 1, true, "again")));
         }
     }
-    mdb_txn_abort(held);
+    let_go();
     ASSERT_TRUE(kt::wait_until([&] { return metrics.applied_revision() >= rev; }, 20s))
         << "applied " << metrics.applied_revision() << " of " << rev;
     const size_t txns = last_txn() - txns_before;
     EXPECT_LT(txns, kAnswers / 3) << kAnswers << " answers in " << txns << " LMDB writes";
-    run.stop();
+    run->stop();
     expect_mirrors(*c, mirror);
     const Dump d = kt::dump_env(mirror.env());
     EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(1001)), 0u) << "put, revoked, deleted";
@@ -69,29 +88,16 @@ TEST(SyncdLoop, AnswersThatPiledUpAreAppliedTogetherInOrder) {
 // Among answers that piled up, one holding a record this build cannot read:
 // the answers before it land (a revocation among them), as they would have
 // one by one, and the edge blocks, visibly, on the one that holds it.
-TEST(SyncdLoop, ARefusedRecordAmongPiledUpAnswersLetsTheOnesBeforeItLand) {
-    EtcdCluster etcd(1);
-    ASSERT_TRUE(etcd.ok()) << etcd.error();
-    auto c = connect(etcd);
-    ASSERT_NE(c, nullptr);
-    const int64_t populated = populate(*c, 1, 2);
-    TempDir dir;
-    Mirror mirror(dir.sub("db"), 0);
-    Metrics metrics;
-    Running run(etcd, mirror, metrics);
-    ASSERT_TRUE(kt::wait_until([&] { return applied_at_least(metrics, populated); }, 30s));
-    ASSERT_TRUE(kt::wait_until([&] { return metrics.etcd_up(); }, 10s));
-
-    MDB_txn *held = nullptr;  // the loop's next write waits for it
-    ASSERT_EQ(mdb_txn_begin(mirror.env(), nullptr, 0, &held), 0);
+TEST_F(SyncdFallenBehind, ARefusedRecordAmongPiledUpAnswersLetsTheOnesBeforeItLand) {
+    hold_writes();
     write(*c, Table::kKeysByHash, kt::test_hash(1000), kt::key_record(1000, 1));
     const int64_t revoked = write(*c, Table::kKeysByHash, kt::test_hash(100), kt::key_record(100, 1, true));
     const int64_t bad = write(*c, Table::kKeysByHash, kt::test_hash(999), kt::unknown_layout_key_record());
     write(*c, Table::kKeysByHash, kt::test_hash(101), kt::key_record(101, 1, true));
-    mdb_txn_abort(held);
+    let_go();
     ASSERT_TRUE(kt::wait_until([&] { return metrics.blocked(); }, 20s));
     EXPECT_EQ(metrics.applied_revision(), revoked);
-    run.stop();
+    run->stop();
     const Dump d = kt::dump_env(mirror.env());
     EXPECT_EQ(key_status(d, 100), KA_KEY_REVOKED) << "the revocation before the refused record is in force";
     EXPECT_EQ(d.at(KA_DB_KEYS_BY_HASH).count(kt::test_hash(1000)), 1u);
