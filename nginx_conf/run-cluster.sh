@@ -230,6 +230,15 @@ for n in 0 1; do
     up "nginx$n"
 done
 for n in 0 1; do part "nginx$n"; wait_port "$PORT"; done
+# an edge shares limits from its first exchange with Redis on (it reads the
+# stream from its newest entry then): wait for it, so that what the other
+# edge spends from here on is counted at both
+for n in 0 1; do
+    for _ in $(seq 100); do
+        grep -q 'sharing rate limits through' "$VAR/edge$n/logs/error.log" 2>/dev/null && break
+        sleep 0.1
+    done
+done
 
 # README's many-edge walkthrough with this run's ports and paths
 walkthrough=$(perl -0ne 'print $1 if /<!-- cluster walkthrough:[^\n]*-->\n```sh\n(.*?)```/s' "$ROOT/README.md" |

@@ -206,7 +206,17 @@ for my $cmd (@commands) {
         wait_until(sub { ($ok, $out) = run_command($cmd); $ok && codes_of($out) eq $expect }, 10, $label);
         my $took = time - $t0;
         note sprintf '%s: %.2f s', $label, $took;
-        diag sprintf 'edge 1 refused the key only after %.1f s', $took if $took > 3;
+        if ($took > 3) {
+            # what edge 1's worker said of the exchange (stop 41's open
+            # question: it never counted edge 0's requests)
+            my @said;
+            if (open my $fh, '<', "$var/edge1/logs/error.log") {
+                @said = grep { /keyauth_shared_limits|sharing rate limits/ } <$fh>;
+            }
+            diag sprintf "edge 1 refused the key only after %.1f s (now %s); its error log on the exchange:\n%s",
+                $took, POSIX::strftime('%Y/%m/%d %H:%M:%S', localtime),
+                join('', @said[-(@said < 20 ? @said : 20) .. -1]) || "(nothing)\n";
+        }
     } else {
         ($ok, $out) = run_command($cmd);
     }
