@@ -284,32 +284,33 @@ SyncLoop::Next SyncLoop::watch() {
     // key_slots pass, one fsync), up to kMaxMergedChanges: a watch that fell
     // behind (a paused or busy edge) catches up in a few large writes rather
     // than one for each etcd txn, and an answer alone is applied at once.
-    std::vector<Batch> pending;
-    std::vector<int64_t> pending_headers;
+    struct Answer {
+        Batch batch;
+        int64_t header;  // the answer's header revision
+    };
+    std::vector<Answer> pending;
     size_t pending_changes = 0;
     auto apply_pending = [&]() -> bool {
-        std::vector<Batch> answers = std::move(pending);
-        std::vector<int64_t> headers = std::move(pending_headers);
+        std::vector<Answer> answers = std::move(pending);
         pending.clear();
-        pending_headers.clear();
         pending_changes = 0;
         if (answers.size() > 1) {
             Batch merged;
-            for (const Batch &b : answers) {
-                merged.changes.insert(merged.changes.end(), b.changes.begin(), b.changes.end());
-                merged.revision = std::max(merged.revision, b.revision);
-                merged.read += b.read;
-                merged.skipped += b.skipped;
+            for (const Answer &a : answers) {
+                merged.changes.insert(merged.changes.end(), a.batch.changes.begin(), a.batch.changes.end());
+                merged.revision = std::max(merged.revision, a.batch.revision);
+                merged.read += a.batch.read;
+                merged.skipped += a.batch.skipped;
             }
-            const Applied a = apply(merged, headers.back(), /*merged=*/true);
+            const Applied a = apply(merged, answers.back().header, /*merged=*/true);
             if (a != Applied::kRefused) return a == Applied::kApplied;
             // a record this build cannot apply: the answers land one by one,
             // as they would have alone, so that those before it (a
             // revocation among them) are in force while the edge is blocked
             // on the one that holds it
         }
-        for (size_t i = 0; i < answers.size(); i++) {
-            if (apply(answers[i], headers[i], /*merged=*/false) != Applied::kApplied) return false;
+        for (const Answer &a : answers) {
+            if (apply(a.batch, a.header, /*merged=*/false) != Applied::kApplied) return false;
         }
         return true;
     };
@@ -338,8 +339,7 @@ SyncLoop::Next SyncLoop::watch() {
         }
         Batch b = batch_of_events(options_.prefix, r.events);
         pending_changes += b.changes.size();
-        pending.push_back(std::move(b));
-        pending_headers.push_back(r.header.revision);
+        pending.push_back({std::move(b), r.header.revision});
         if (r.more_at_hand && pending_changes < kMaxMergedChanges && !stopping()) return true;
         if (!apply_pending()) return false;
         return !stopping();
