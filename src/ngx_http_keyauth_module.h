@@ -11,6 +11,13 @@
 #include "core/keyauth_core.h"
 
 
+/* The monotonic clock of the rate and usage tables, in nanoseconds: nginx's
+ * cached time (CLOCK_MONOTONIC, updated once an event loop turn), as
+ * limit_req reads it. A request costs no clock_gettime, and every process
+ * reads the same clock, a millisecond at a time. */
+#define ngx_http_keyauth_now_ns()  ((uint64_t) ngx_current_msec * 1000000)
+
+
 /* keyauth_shared_limits, as its directive parsed it
  * (ngx_http_keyauth_shared_conf.c) for its exchange. */
 typedef struct {

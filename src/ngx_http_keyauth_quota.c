@@ -280,7 +280,7 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
     tp = ngx_timeofday();
     ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_QUOTA_EXCEEDED, 0,
                                  (int64_t) tp->sec * 1000 + tp->msec,
-                                 ka_monotonic_ns());
+                                 ngx_http_keyauth_now_ns());
 
     retry = 0;
 
@@ -429,7 +429,7 @@ ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
     if (cost > 0) {
         ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_UNITS_ONLY,
                                      (uint64_t) cost, now_ms,
-                                     ka_monotonic_ns());
+                                     ngx_http_keyauth_now_ns());
     }
 
     if (!ctx->quota_checked || ctx->quota.verdict != KA_QUOTA_ADMIT) {

@@ -193,7 +193,7 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
 
     zone = kmcf->shm_zone->data;
-    now_ns = ka_monotonic_ns();
+    now_ns = ngx_http_keyauth_now_ns();
 
     ka_rate_check(zone->rate, &ctx->auth, now_ns, kmcf->shared != NULL, &lock,
                   &ctx->rate);

@@ -417,8 +417,8 @@ ngx_http_keyauth_shared_done(void)
     zone = x->kmcf->shm_zone->data;
     ngx_http_keyauth_zone_lock(x->kmcf->shm_zone, &lock);
 
-    if (ka_shared_finish(x->exchange, zone->rate, ka_monotonic_ns(), &lock,
-                         &res, err, sizeof(err))
+    if (ka_shared_finish(x->exchange, zone->rate, ngx_http_keyauth_now_ns(),
+                         &lock, &res, err, sizeof(err))
         != 0)
     {
         ngx_http_keyauth_shared_fail(err);
