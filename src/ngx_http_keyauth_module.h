@@ -86,6 +86,8 @@ typedef struct {
     void                     *rate;
     void                     *usage;
     ngx_atomic_t              usage_flush_errors;
+    ngx_atomic_t              usage_collections;      /* walks completed */
+    ngx_atomic_t              usage_collection_parts; /* transactions */
     uint64_t                  edge_id;
     ngx_http_keyauth_shared_stats_t  shared;
 } ngx_http_keyauth_zone_t;

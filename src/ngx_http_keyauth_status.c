@@ -110,7 +110,7 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
     kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
 
     size = 512 + NGX_HTTP_KEYAUTH_OUTCOMES * (64 + NGX_ATOMIC_T_LEN)
-           + 1536 + 256 + 6 * NGX_INT64_LEN;
+           + 2048 + 256 + 8 * NGX_INT64_LEN;
 
     if (kmcf->shared) {
         size += NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN;
@@ -166,12 +166,22 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
                 "# HELP keyauth_usage_flush_errors_total Usage collections "
                 "that could not be stored (kept and retried).\n"
                 "# TYPE keyauth_usage_flush_errors_total counter\n"
-                "keyauth_usage_flush_errors_total %uA\n",
+                "keyauth_usage_flush_errors_total %uA\n"
+                "# HELP keyauth_usage_collections_total Usage collections "
+                "that walked the whole zone.\n"
+                "# TYPE keyauth_usage_collections_total counter\n"
+                "keyauth_usage_collections_total %uA\n"
+                "# HELP keyauth_usage_collection_parts_total Transactions "
+                "of the usage collections (at most 4096 keys' slots each; "
+                "requests are served between them).\n"
+                "# TYPE keyauth_usage_collection_parts_total counter\n"
+                "keyauth_usage_collection_parts_total %uA\n",
                 ka_rate_table_slots(zone->rate),
                 (uint64_t) ka_rate_table_busy_evictions(zone->rate),
                 ka_usage_table_slots(zone->usage),
                 (uint64_t) ka_usage_table_drops(zone->usage),
-                zone->usage_flush_errors);
+                zone->usage_flush_errors, zone->usage_collections,
+                zone->usage_collection_parts);
 
         if (kmcf->shared) {
             p = ngx_http_keyauth_shared_status(p, zone);

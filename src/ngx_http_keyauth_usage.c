@@ -17,6 +17,9 @@
 
 static void ngx_http_keyauth_usage_timer(ngx_event_t *ev);
 static void ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms);
+static ngx_int_t ngx_http_keyauth_usage_flush_part(ngx_log_t *log);
+static ngx_int_t ngx_http_keyauth_usage_open(ngx_log_t *log);
+static void ngx_http_keyauth_usage_failed(ngx_log_t *log, const char *err);
 static void ngx_http_keyauth_usage_schedule(ngx_event_t *ev);
 static int64_t ngx_http_keyauth_usage_now_ms(void);
 
@@ -28,6 +31,10 @@ static ngx_http_keyauth_main_conf_t  *ngx_http_keyauth_usage_kmcf;
 static ngx_msec_t                     ngx_http_keyauth_usage_next_log;
 /* the wall-clock time the next collection is due at (Unix ms) */
 static int64_t                        ngx_http_keyauth_usage_due_ms;
+/* the collection under way: its next slot and the time it files under */
+static ngx_uint_t                     ngx_http_keyauth_usage_walking;
+static size_t                         ngx_http_keyauth_usage_walk_from;
+static int64_t                        ngx_http_keyauth_usage_walk_bucket_ms;
 
 
 char *
@@ -248,16 +255,43 @@ ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
 }
 
 
+/*
+ * A collection walks the zone one transaction (4096 slots) a timer turn,
+ * the next part a millisecond later: the requests that arrived meanwhile
+ * are served between parts. In one go, the deltas of a million busy keys
+ * held the worker's event loop for a third of a second (bench/RESULTS.md).
+ */
 static void
 ngx_http_keyauth_usage_timer(ngx_event_t *ev)
 {
-    /* the counts belong to the time the collection was due: a collection
-     * due at a UTC hour takes the hour that ends there */
-    ngx_http_keyauth_usage_flush(ev->log, ngx_http_keyauth_usage_due_ms - 1);
+    ngx_int_t  rc;
 
-    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
-        ngx_http_keyauth_usage_schedule(ev);
+    if (!ngx_http_keyauth_usage_walking) {
+        /* quotas are persisted with the usage collection */
+        ngx_http_keyauth_quota_sync(ev->log);
+
+        /* the counts belong to the time the collection was due: a
+         * collection due at a UTC hour takes the hour that ends there */
+        ngx_http_keyauth_usage_walk_bucket_ms = ngx_http_keyauth_usage_due_ms
+                                                - 1;
+        ngx_http_keyauth_usage_walk_from = 0;
+        ngx_http_keyauth_usage_walking = 1;
     }
+
+    rc = ngx_http_keyauth_usage_flush_part(ev->log);
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        /* exit_process collects what is left */
+        return;
+    }
+
+    if (rc == NGX_AGAIN) {
+        ngx_add_timer(ev, 1);
+        return;
+    }
+
+    ngx_http_keyauth_usage_walking = 0;
+    ngx_http_keyauth_usage_schedule(ev);
 }
 
 
@@ -294,13 +328,12 @@ ngx_http_keyauth_usage_now_ms(void)
 
 
 /* Never fails anything but itself: counts stay in the zone and the next
- * collection tries again. */
+ * collection tries again. The whole zone in one go: on exit. */
 static void
 ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
 {
     char                           err[256];
     long                           n;
-    ngx_uint_t                     say;
     ka_lock_t                      lock;
     ngx_http_keyauth_zone_t       *zone;
     ngx_http_keyauth_main_conf_t  *kmcf;
@@ -311,28 +344,8 @@ ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
     /* quotas are persisted with the usage collection */
     ngx_http_keyauth_quota_sync(log);
 
-    say = (ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
-          >= 0;
-
-    if (ngx_http_keyauth_usage_env == NULL) {
-        ngx_http_keyauth_usage_env = ka_usage_env_open(
-                                         (const char *) kmcf->usage_db.data,
-                                         (uint32_t) kmcf->usage_days,
-                                         err, sizeof(err));
-
-        if (ngx_http_keyauth_usage_env == NULL) {
-            if (say) {
-                ngx_log_error(NGX_LOG_ERR, log, 0,
-                              "keyauth: cannot open the usage store \"%V\": "
-                              "%s; usage is kept in keyauth_zone and "
-                              "stored once it opens", &kmcf->usage_db, err);
-                ngx_http_keyauth_usage_next_log = ngx_current_msec
-                                               + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
-            }
-
-            (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
-            return;
-        }
+    if (ngx_http_keyauth_usage_open(log) != NGX_OK) {
+        return;
     }
 
     ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
@@ -347,9 +360,109 @@ ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
         return;
     }
 
+    ngx_http_keyauth_usage_failed(log, err);
+}
+
+
+/* One transaction of the collection under way: NGX_AGAIN while slots are
+ * left, NGX_OK once the walk is over, NGX_ERROR when it stopped (counts
+ * stay in the zone for the next collection). */
+static ngx_int_t
+ngx_http_keyauth_usage_flush_part(ngx_log_t *log)
+{
+    char                           err[256];
+    long                           n;
+    ka_lock_t                      lock;
+    ngx_http_keyauth_zone_t       *zone;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_keyauth_usage_kmcf;
+    zone = kmcf->shm_zone->data;
+
+    if (ngx_http_keyauth_usage_open(log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
+
+    n = ka_usage_flush_part(zone->usage, ngx_http_keyauth_usage_env,
+                            &ngx_http_keyauth_usage_walk_from,
+                            ngx_http_keyauth_usage_now_ms(),
+                            ngx_http_keyauth_usage_walk_bucket_ms,
+                            NGX_HTTP_KEYAUTH_USAGE_IDLE_MS, &lock,
+                            err, sizeof(err));
+
+    if (n < 0) {
+        ngx_http_keyauth_usage_failed(log, err);
+        return NGX_ERROR;
+    }
+
+    (void) ngx_atomic_fetch_add(&zone->usage_collection_parts, 1);
+
+    if (ngx_http_keyauth_usage_walk_from < ka_usage_table_slots(zone->usage)) {
+        return NGX_AGAIN;
+    }
+
+    (void) ngx_atomic_fetch_add(&zone->usage_collections, 1);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_usage_open(ngx_log_t *log)
+{
+    char                           err[256];
+    ngx_http_keyauth_zone_t       *zone;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    if (ngx_http_keyauth_usage_env != NULL) {
+        return NGX_OK;
+    }
+
+    kmcf = ngx_http_keyauth_usage_kmcf;
+    zone = kmcf->shm_zone->data;
+
+    ngx_http_keyauth_usage_env = ka_usage_env_open(
+                                     (const char *) kmcf->usage_db.data,
+                                     (uint32_t) kmcf->usage_days,
+                                     err, sizeof(err));
+
+    if (ngx_http_keyauth_usage_env != NULL) {
+        return NGX_OK;
+    }
+
+    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
+        >= 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "keyauth: cannot open the usage store \"%V\": "
+                      "%s; usage is kept in keyauth_zone and "
+                      "stored once it opens", &kmcf->usage_db, err);
+        ngx_http_keyauth_usage_next_log = ngx_current_msec
+                                          + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
+    }
+
     (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
 
-    if (say) {
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_http_keyauth_usage_failed(ngx_log_t *log, const char *err)
+{
+    ngx_http_keyauth_zone_t       *zone;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_keyauth_usage_kmcf;
+    zone = kmcf->shm_zone->data;
+
+    (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
+
+    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
+        >= 0)
+    {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "keyauth: cannot store usage in \"%V\": %s; kept in "
                       "keyauth_zone for the next collection",
@@ -362,4 +475,3 @@ ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
     ka_usage_env_close(ngx_http_keyauth_usage_env);
     ngx_http_keyauth_usage_env = NULL;
 }
-

@@ -146,3 +146,53 @@ TEST(UsageEnv, FlushMovesTheTableIntoTheEnv) {
     ASSERT_TRUE(read_totals(path, 3, t));
     EXPECT_EQ(t, (UsageTotals{7, 3, 5009}));
 }
+
+// A collection in parts (the collecting worker gives its event loop back
+// between them): each part is at most one transaction of 4096 slots, the
+// walk ends at the table's last slot, and every key is collected once.
+TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
+    keyauth::testing::TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    const size_t slots = 10000;  // parts of 4096, 4096 and 1808 slots
+    std::vector<unsigned char> mem(UsageTable::kHeaderBytes + slots * UsageTable::kSlotBytes);
+    ASSERT_TRUE(ka_usage_table_format(mem.data(), mem.size()));
+    ASSERT_EQ(ka_usage_table_slots(mem.data()), slots);
+    std::mutex mu;
+    ka_lock_t lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
+                   [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
+    for (int k = 1; k <= 200; k++) {
+        ka_auth_result_t key{};
+        std::memset(key.account_id_bin, 'a', KA_ID_LEN);
+        std::memset(key.key_id_bin, k, KA_ID_LEN);
+        for (int i = 0; i < k % 7 + 1; i++) {
+            ka_usage_count(mem.data(), &key, KA_USAGE_ALLOWED, 1, 5000 + k, 1, &lock);
+        }
+    }
+    char err[256];
+    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), 400, err, sizeof(err));
+    ASSERT_NE(env, nullptr) << err;
+    std::vector<size_t> ends;
+    long written = 0;
+    for (size_t from = 0; from < slots;) {
+        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 6000, 300000, &lock, err,
+                                           sizeof(err));
+        ASSERT_GE(n, 0) << err;
+        written += n;
+        ends.push_back(from);
+        ASSERT_LE(ends.size(), 3u);
+    }
+    EXPECT_EQ(ends, (std::vector<size_t>{4096, 8192, 10000}));
+    EXPECT_EQ(written, 200);
+    size_t past_the_end = slots;
+    EXPECT_EQ(ka_usage_flush_part(mem.data(), env, &past_the_end, 6000, 6000, 300000, &lock, err,
+                                  sizeof(err)),
+              0);
+    EXPECT_EQ(past_the_end, slots);
+    EXPECT_EQ(ka_usage_flush(mem.data(), env, 6000, 6000, 300000, &lock, err, sizeof(err)), 0);
+    ka_usage_env_close(env);
+    for (int k = 1; k <= 200; k++) {
+        UsageTotals t;
+        ASSERT_TRUE(read_totals(path, static_cast<unsigned char>(k), t)) << k;
+        EXPECT_EQ(t, (UsageTotals{static_cast<uint64_t>(k % 7 + 1), 0, 5000 + k})) << k;
+    }
+}

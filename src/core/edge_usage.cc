@@ -1,4 +1,5 @@
 // The usage half of the C API in keyauth_core.h.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -70,8 +71,9 @@ ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept, char *er
 
 void ka_usage_env_close(ka_usage_env_t *env) { delete env; }
 
-long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t bucket_ms,
-                    int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len) {
+long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t now_ms,
+                         int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
+                         size_t err_len) {
     auto *t = static_cast<UsageTable *>(table);
     const RateLock l = lock_of(lock);
     std::vector<UsageDelta> deltas;
@@ -81,12 +83,11 @@ long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t bu
         say(err, err_len, "out of memory");
         return -1;
     }
-    long written = 0;
-    for (size_t from = 0; from < t->slots(); from += kSlotsPerTxn) {
-        deltas.clear();
-        t->collect(from, from + kSlotsPerTxn, now_ms, idle_ms, l,
-                   [&deltas](const UsageDelta &d) { deltas.push_back(d); });
-        if (deltas.empty()) continue;
+    const size_t begin = std::min(*from, t->slots());
+    const size_t end = std::min(begin + kSlotsPerTxn, t->slots());
+    t->collect(begin, end, now_ms, idle_ms, l,
+               [&deltas](const UsageDelta &d) { deltas.push_back(d); });
+    if (!deltas.empty()) {
         std::string why;
         if (!env->env->add(deltas.data(), deltas.size(), bucket_ms, why)) {
             // these go back; the slots after them were not touched
@@ -94,7 +95,20 @@ long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t bu
             say(err, err_len, why);
             return -1;
         }
-        written += static_cast<long>(deltas.size());
+    }
+    *from = end;
+    return static_cast<long>(deltas.size());
+}
+
+long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t bucket_ms,
+                    int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len) {
+    const size_t slots = static_cast<UsageTable *>(table)->slots();
+    long written = 0;
+    for (size_t from = 0; from < slots;) {
+        const long n =
+            ka_usage_flush_part(table, env, &from, now_ms, bucket_ms, idle_ms, lock, err, err_len);
+        if (n < 0) return -1;
+        written += n;
     }
     return written;
 }

@@ -335,6 +335,15 @@ long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms,
     int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
     size_t err_len);
 
+/* The same, for the slots from *from on and at most one write transaction
+ * (4096 slots), so that a collection over a large zone can give the event
+ * loop back between parts. Advances *from past the slots it collected
+ * (never past ka_usage_table_slots(): then the walk is over); on -1, *from
+ * stays where the failed part began. */
+long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from,
+    int64_t now_ms, int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock,
+    char *err, size_t err_len);
+
 /* CLOCK_MONOTONIC in nanoseconds: shared by all processes, never jumps. */
 uint64_t ka_monotonic_ns(void);
 
