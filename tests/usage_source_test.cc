@@ -3,6 +3,8 @@
 // members on loopback, tests/etcd_cluster.h). The publisher is tested here
 // too, as the writer of what the etcd source reads.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <lmdb.h>
 
 #include <atomic>
 #include <cstring>
@@ -22,6 +24,7 @@
 #include "usage_env.h"
 #include "usage_keyspace.h"
 #include "usage_publisher.h"
+#include "usage_record.h"
 #include "usage_source.h"
 
 using namespace keyauth;
@@ -109,6 +112,46 @@ TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
     auto u = src->usage_of(id_of(1), {id_of(2), id_of(3)});
     EXPECT_EQ(u[id_of(2)], (KeyUsage{7, 1, 2000}));
     EXPECT_EQ(u[id_of(3)], KeyUsage{}) << "only the account's own keys";
+}
+
+// An env written by an edge older than the hour and day buckets holds only
+// the totals table: they are read (not zeros), there are no buckets, and
+// once an edge of this build writes the env (making the bucket tables) its
+// buckets are read too, by the same source.
+TEST(LmdbUsageSource, AnEnvWithoutBucketTablesStillGivesItsTotals) {
+    TempDir dir;
+    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
+    {  // the older edge's env, by plain LMDB: the usage table only
+        ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+        MDB_env *env = nullptr;
+        ASSERT_EQ(mdb_env_create(&env), 0);
+        mdb_env_set_maxdbs(env, KA_USAGE_DB_COUNT);
+        ASSERT_EQ(mdb_env_open(env, path.c_str(), 0, 0600), 0);
+        MDB_txn *txn = nullptr;
+        MDB_dbi dbi;
+        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+        ASSERT_EQ(mdb_dbi_open(txn, KA_USAGE_DB_USAGE, MDB_CREATE, &dbi), 0);
+        unsigned char k[KA_USAGE_KEY_LEN], v[KA_USAGE_RECORD_SIZE];
+        std::memcpy(k, id_of(1).data(), KA_ID_LEN);
+        std::memcpy(k + KA_ID_LEN, id_of(2).data(), KA_ID_LEN);
+        encode_usage_record(UsageTotals{4, 2, 1500}, v);
+        MDB_val kv{sizeof(k), k}, vv{sizeof(v), v};
+        ASSERT_EQ(mdb_put(txn, dbi, &kv, &vv, 0), 0);
+        ASSERT_EQ(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+    }
+    auto hours = [&] {
+        int rows = 0;
+        src->buckets(Granularity::kHour, 0, 1000000, nullptr, nullptr,
+                     [&](const BucketRow &) { rows++; });
+        return rows;
+    };
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], (KeyUsage{4, 2, 1500}));
+    EXPECT_EQ(hours(), 0);
+    count(path, id_of(1), id_of(2), 1, 0, 3600000);  // an edge of this build
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], (KeyUsage{5, 2, 3600000}));
+    EXPECT_EQ(hours(), 1) << "the bucket tables, made later, are found";
 }
 
 // keyauthd reads usage from its pool threads at once while the edge's worker

@@ -52,7 +52,7 @@ public:
     void buckets(Granularity g, uint32_t from, uint32_t to, const Id *account, const Id *key,
                  const BucketSink &each) override {
         std::optional<Tables> t = tables();
-        if (!t || from >= to) return;
+        if (!t || !t->buckets || from >= to) return;
         MDB_txn *txn = begin_read(env_);
         MDB_cursor *cur = nullptr;
         struct Done {
@@ -119,6 +119,8 @@ private:
 
     struct Tables {
         MDB_dbi usage, hours, days;
+        bool buckets;  // hours and days exist (an env of an edge older
+                       // than the buckets has only the totals)
     };
 
     // The env and its tables, opened once: LMDB forbids mdb_dbi_open in
@@ -126,9 +128,12 @@ private:
     // aborted is closed again under the other readers (keyauthd reads from
     // several pool threads). So the first reader that finds the table opens
     // it under the lock, in a transaction it commits; later reads only use it.
+    // An env without the bucket tables (written by an edge older than
+    // them) still gives its totals; the tables are looked for again on
+    // every read until an edge of this build has made them.
     std::optional<Tables> tables() {
         std::lock_guard<std::mutex> lock(mu_);
-        if (tables_) return tables_;
+        if (tables_ && tables_->buckets) return tables_;
         if (env_ == nullptr) {
             struct stat st;
             if (::stat((path_ + "/data.mdb").c_str(), &st) != 0) return std::nullopt;
@@ -145,17 +150,21 @@ private:
             env_ = env;
         }
         MDB_txn *txn = begin_read(env_);
-        Tables t{};
-        int rc = mdb_dbi_open(txn, KA_USAGE_DB_USAGE, 0, &t.usage);
-        if (rc == 0) rc = mdb_dbi_open(txn, KA_USAGE_DB_HOURS, 0, &t.hours);
-        if (rc == 0) rc = mdb_dbi_open(txn, KA_USAGE_DB_DAYS, 0, &t.days);
+        Tables t = tables_.value_or(Tables{});
+        int rc = tables_ ? 0 : mdb_dbi_open(txn, KA_USAGE_DB_USAGE, 0, &t.usage);
         if (rc != 0) {
             mdb_txn_abort(txn);
-            // made, never written, or by an edge older than the buckets:
-            // asked again next time
+            // made, never written: asked again next time
             if (rc == MDB_NOTFOUND) return std::nullopt;
             fail("mdb_dbi_open", rc);
         }
+        rc = mdb_dbi_open(txn, KA_USAGE_DB_HOURS, 0, &t.hours);
+        if (rc == 0) rc = mdb_dbi_open(txn, KA_USAGE_DB_DAYS, 0, &t.days);
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            mdb_txn_abort(txn);
+            fail("mdb_dbi_open", rc);
+        }
+        t.buckets = rc == 0;
         rc = mdb_txn_commit(txn);  // keeps the handles for every later transaction
         if (rc != 0) fail("mdb_txn_commit", rc);
         tables_ = t;
@@ -165,7 +174,7 @@ private:
     std::string path_;
     std::mutex mu_;
     MDB_env *env_ = nullptr;
-    std::optional<Tables> tables_;  // set once, under mu_
+    std::optional<Tables> tables_;  // under mu_: set once, then once more when the buckets appear
 };
 
 }  // namespace
