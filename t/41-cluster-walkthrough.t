@@ -29,19 +29,18 @@ my $dir = tempdir('keyauth-cluster-walk-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{K
 my $var = "$dir/var";
 
 # make run-cluster's ports are BASE + these offsets: pick a base where all are
-# free, below the kernel's ephemeral range. The other tests' servers take
-# ports the kernel picks (port 0) and every client's connection a source port
-# from that range, so none of them can take one of these between this check
-# and make run-cluster binding them (a CI run lost make run-cluster that way).
+# free, below the kernel's ephemeral range (where no server on port 0 and no
+# client's source port can take one between this check and make run-cluster
+# binding them: a CI run lost make run-cluster that way), each held as
+# KeyauthTest::free_port holds its ports, so no other test process is given
+# one of them meanwhile.
 my @OFFSETS = (0, 1, 10, 11, 20, 21, 30, 31, 32, 40, 41, 42, 50);
-my ($ephemeral_low) = do { local (@ARGV, $/) = ('/proc/sys/net/ipv4/ip_local_port_range'); <> } =~ /^\s*(\d+)/;
-$ephemeral_low //= 32768;
 my $base;
 for (1 .. 200) {
-    my $b = 10000 + int(rand($ephemeral_low - 10000 - 60));
-    my @held = map { IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $b + $_,
-                                          Listen => 1, ReuseAddr => 1) } @OFFSETS;
-    if (!grep { !defined } @held) { $base = $b; last }
+    my $b = 10000 + int(rand(KeyauthTest::ephemeral_low() - 10000 - 60));
+    my @held = grep { KeyauthTest::hold_port($b + $_) } @OFFSETS;
+    if (@held == @OFFSETS) { $base = $b; last }
+    KeyauthTest::release_port($b + $_) for @held;
 }
 BAIL_OUT('no free base port') unless $base;
 my ($edge0, $edge1) = ($base, $base + 1);

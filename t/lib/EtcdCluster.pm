@@ -75,13 +75,8 @@ sub pid       { $_[0]{members}[$_[1]]{pid} }
 
 sub _free_ports {
     my ($count) = @_;
-    my @socks = map {
-        IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1, ReuseAddr => 1)
-            or die "cannot bind: $!"
-    } 1 .. $count;
-    my @ports = map { $_->sockport } @socks;
-    close $_ for @socks;
-    return @ports;
+    require KeyauthTest;  # its free_port: ports no other test process is given
+    return map { KeyauthTest::free_port() } 1 .. $count;
 }
 
 sub _start {

@@ -9,6 +9,7 @@ use warnings;
 
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
+use Fcntl ();
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use JSON::PP;
@@ -169,21 +170,48 @@ sub new {
 sub dir { $_[0]{dir} }
 sub db  { $_[0]{db} }
 
-# A port nobody listens on now. Parallel test files may race for it, so
-# start_nginx retries with fresh ports when the bind fails.
-# The kernel may offer a closed port again at once: a port this test was
-# already given is never given twice (nginx and its upstream on one port).
-my %handed_out;
+# A port nobody listens on now, and that no other test process is given
+# while this one lives. Ports come from below the kernel's ephemeral range:
+# a port there is never handed out behind our back (a server on port 0, the
+# source port of every client connection), which the old way (bind port 0,
+# close, hand the port out) could not prevent between the close and the
+# server's bind. Test processes that run at once (prove -j) keep out of each
+# other's way with a lock on a file named after the port, held until the
+# process ends (the kernel drops it then, even after a crash). start_nginx
+# still retries with fresh ports should a bind fail.
+my ($EPHEMERAL_LOW) = do {
+    local (@ARGV, $/) = ('/proc/sys/net/ipv4/ip_local_port_range');
+    (eval { <> } // '') =~ /^\s*(\d+)/;
+};
+$EPHEMERAL_LOW = 32768 unless $EPHEMERAL_LOW && $EPHEMERAL_LOW > 12000;
+my $PORT_LOCKS = '/tmp/keyauth-test-ports';
+my %handed_out;  # port => the locked file
 sub free_port {
-    for (1 .. 100) {
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
-            or die "cannot bind: $!";
-        my $port = $s->sockport;
-        close $s;
-        return $port unless $handed_out{$port}++;
+    for (1 .. 1000) {
+        my $port = 10000 + int(rand($EPHEMERAL_LOW - 10000));
+        return $port if hold_port($port);
     }
-    die "no new free port in 100 tries";
+    die "no free port below $EPHEMERAL_LOW in 1000 tries";
 }
+
+# Takes one given port as free_port takes its own (for a block of ports at
+# fixed offsets, t/41): true if it is now this process's; release_port gives
+# back one that turned out not to be needed.
+sub hold_port {
+    my ($port) = @_;
+    return 0 if $handed_out{$port} || $port >= $EPHEMERAL_LOW || $port < 1024;
+    mkdir $PORT_LOCKS;
+    open my $lock, '>>', "$PORT_LOCKS/$port" or return 0;
+    return 0 unless flock($lock, Fcntl::LOCK_EX() | Fcntl::LOCK_NB());
+    # something else listens (or lingers) there
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Listen => 1)
+        or return 0;
+    close $s;
+    $handed_out{$port} = $lock;
+    return 1;
+}
+sub release_port { delete $handed_out{ $_[0] } }
+sub ephemeral_low { $EPHEMERAL_LOW }
 
 # Runs keyauthctl with --json; returns (exit code, decoded stdout or undef, stderr).
 sub ctl_raw {
