@@ -34,8 +34,14 @@ struct SlotId {
         return SlotId{load_le<uint64_t>(id), load_le<uint32_t>(id + 8)};
     }
     uint64_t start(uint64_t n) const noexcept {
-        // bytes 6..11 of an id are random, the low ones a creation time
-        return ((lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL) % n;
+        // bytes 6..11 of an id are random, the low ones a creation time;
+        // mixed, then scaled to [0, n) by a multiplication rather than a
+        // division (twice a table a request: about 20 ns of divisions).
+        // A zone is only ever reused by the same module image (nginx
+        // matches a reused zone's tag, the module's address), so no two
+        // builds place keys in one zone.
+        const uint64_t mixed = (lo >> 48 | static_cast<uint64_t>(hi) << 16) * 0x9e3779b97f4a7c15ULL;
+        return static_cast<uint64_t>((static_cast<unsigned __int128>(mixed) * n) >> 64);
     }
 };
 
