@@ -327,40 +327,20 @@ ngx_http_keyauth_usage_now_ms(void)
 }
 
 
-/* Never fails anything but itself: counts stay in the zone and the next
- * collection tries again. The whole zone in one go: on exit. */
+/* The whole zone in one go: on exit. Never fails anything but itself:
+ * counts stay in the zone for the next collection (another process's). */
 static void
 ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
 {
-    char                           err[256];
-    long                           n;
-    ka_lock_t                      lock;
-    ngx_http_keyauth_zone_t       *zone;
-    ngx_http_keyauth_main_conf_t  *kmcf;
-
-    kmcf = ngx_http_keyauth_usage_kmcf;
-    zone = kmcf->shm_zone->data;
-
     /* quotas are persisted with the usage collection */
     ngx_http_keyauth_quota_sync(log);
 
-    if (ngx_http_keyauth_usage_open(log) != NGX_OK) {
-        return;
+    ngx_http_keyauth_usage_walk_bucket_ms = bucket_ms;
+    ngx_http_keyauth_usage_walk_from = 0;
+
+    while (ngx_http_keyauth_usage_flush_part(log) == NGX_AGAIN) {
+        /* void */
     }
-
-    ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
-
-    n = ka_usage_flush(zone->usage, ngx_http_keyauth_usage_env,
-                       ngx_http_keyauth_usage_now_ms(), bucket_ms,
-                       NGX_HTTP_KEYAUTH_USAGE_IDLE_MS, &lock, err, sizeof(err));
-
-    if (n >= 0) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
-                       "keyauth: usage of %l keys collected", n);
-        return;
-    }
-
-    ngx_http_keyauth_usage_failed(log, err);
 }
 
 
