@@ -20,6 +20,7 @@ static void ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms);
 static ngx_int_t ngx_http_keyauth_usage_flush_part(ngx_log_t *log);
 static ngx_int_t ngx_http_keyauth_usage_open(ngx_log_t *log);
 static void ngx_http_keyauth_usage_failed(ngx_log_t *log, const char *err);
+static ngx_uint_t ngx_http_keyauth_usage_log_due(void);
 static void ngx_http_keyauth_usage_schedule(ngx_event_t *ev);
 static int64_t ngx_http_keyauth_usage_now_ms(void);
 
@@ -412,15 +413,11 @@ ngx_http_keyauth_usage_open(ngx_log_t *log)
         return NGX_OK;
     }
 
-    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
-        >= 0)
-    {
+    if (ngx_http_keyauth_usage_log_due()) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "keyauth: cannot open the usage store \"%V\": "
                       "%s; usage is kept in keyauth_zone and "
                       "stored once it opens", &kmcf->usage_db, err);
-        ngx_http_keyauth_usage_next_log = ngx_current_msec
-                                          + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
     }
 
     (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
@@ -440,18 +437,30 @@ ngx_http_keyauth_usage_failed(ngx_log_t *log, const char *err)
 
     (void) ngx_atomic_fetch_add(&zone->usage_flush_errors, 1);
 
-    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
-        >= 0)
-    {
+    if (ngx_http_keyauth_usage_log_due()) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "keyauth: cannot store usage in \"%V\": %s; kept in "
                       "keyauth_zone for the next collection",
                       &kmcf->usage_db, err);
-        ngx_http_keyauth_usage_next_log = ngx_current_msec
-                                          + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
     }
 
     /* a broken handle (a full map, a removed directory) is opened anew */
     ka_usage_env_close(ngx_http_keyauth_usage_env);
     ngx_http_keyauth_usage_env = NULL;
+}
+
+
+/* A usage store that keeps failing is logged at most once a minute. */
+static ngx_uint_t
+ngx_http_keyauth_usage_log_due(void)
+{
+    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_usage_next_log)
+        < 0)
+    {
+        return 0;
+    }
+
+    ngx_http_keyauth_usage_next_log = ngx_current_msec
+                                      + NGX_HTTP_KEYAUTH_USAGE_LOG_MSEC;
+    return 1;
 }

@@ -100,17 +100,4 @@ long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t
     return static_cast<long>(deltas.size());
 }
 
-long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms, int64_t bucket_ms,
-                    int64_t idle_ms, const ka_lock_t *lock, char *err, size_t err_len) {
-    const size_t slots = static_cast<UsageTable *>(table)->slots();
-    long written = 0;
-    for (size_t from = 0; from < slots;) {
-        const long n =
-            ka_usage_flush_part(table, env, &from, now_ms, bucket_ms, idle_ms, lock, err, err_len);
-        if (n < 0) return -1;
-        written += n;
-    }
-    return written;
-}
-
 }  // extern "C"

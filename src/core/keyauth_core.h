@@ -325,21 +325,15 @@ ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept,
     char *err, size_t err_len);
 void ka_usage_env_close(ka_usage_env_t *env);
 
-/* Moves every delta of the table into env (a write transaction per 4096
- * slots), into the keys' totals and their hour and day buckets of
- * bucket_ms, and frees the slots of keys idle for idle_ms. Returns the
- * number of keys written, or -1 with err filled: then the deltas not
- * written are back in (or still in) the table. Any worker may call it at
- * any time: a delta is taken by exactly one caller. */
-long ka_usage_flush(void *table, ka_usage_env_t *env, int64_t now_ms,
-    int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
-    size_t err_len);
-
-/* The same, for the slots from *from on and at most one write transaction
- * (4096 slots), so that a collection over a large zone can give the event
- * loop back between parts. Advances *from past the slots it collected
- * (never past ka_usage_table_slots(): then the walk is over); on -1, *from
- * stays where the failed part began. */
+/* Moves the deltas of the slots from *from on, at most one write
+ * transaction (4096 slots), into env: into the keys' totals and their hour
+ * and day buckets of bucket_ms, and frees the slots of keys idle for
+ * idle_ms. A collection calls it until *from reaches
+ * ka_usage_table_slots(), so that a large zone gives the event loop back
+ * between parts. Returns the number of keys written and advances *from, or
+ * -1 with err filled: then the deltas of that part are back in the table and
+ * *from stays where it began. Any worker may call it at any time: a delta is
+ * taken by exactly one caller. */
 long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from,
     int64_t now_ms, int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock,
     char *err, size_t err_len);
