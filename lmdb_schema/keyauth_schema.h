@@ -19,14 +19,17 @@
 #include <assert.h> /* static_assert in C11 */
 #endif
 
-/* 2: schema 1 plus the key_slots table (below). Readers read 1 and 2;
- * writers upgrade a store of 1 to 2 when they open it. */
-#define KA_SCHEMA_VERSION 2u
+/* 2: schema 1 plus the key_slots table (below). 3: key records kept by key
+ * id in key_records (appended in creation order), keys_by_hash and keys
+ * gone, key_slots the one index by hash. Readers read 1 to 3; writers
+ * upgrade a store of 1 or 2 to 3 when they open it. */
+#define KA_SCHEMA_VERSION 3u
 #define KA_SCHEMA_VERSION_MIN_READ 1u
 
 /* Named databases of the environment. */
-#define KA_DB_KEYS_BY_HASH   "keys_by_hash"   /* SHA-256(secret) -> key record */
-#define KA_DB_KEYS           "keys"           /* key id -> SHA-256(secret) */
+#define KA_DB_KEY_RECORDS    "key_records"    /* key id -> SHA-256(secret) ++ key record (schema 3) */
+#define KA_DB_KEYS_BY_HASH   "keys_by_hash"   /* SHA-256(secret) -> key record (schema 1, 2) */
+#define KA_DB_KEYS           "keys"           /* key id -> SHA-256(secret) (schema 1, 2) */
 #define KA_DB_ACCOUNT_KEYS   "account_keys"   /* account id ++ key id -> SHA-256(secret) */
 #define KA_DB_ACCOUNTS       "accounts"       /* account id -> account record */
 #define KA_DB_CONSOLE_TOKENS "console_tokens" /* SHA-256(token) -> console token record */
@@ -34,7 +37,7 @@
 #define KA_DB_META           "meta"           /* ASCII name -> value */
 #define KA_DB_AUDIT          "audit"          /* account id ++ event id -> audit event */
 #define KA_DB_KEY_SLOTS      "key_slots"      /* the hot table: header, and chunks of slots */
-#define KA_DB_COUNT          9
+#define KA_DB_COUNT          10
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */
@@ -435,7 +438,9 @@ static_assert(sizeof(struct ka_usage_bucket_v1) == KA_USAGE_BUCKET_SIZE, "layout
  * (h * capacity) >> 64 and sits at the first slot from there, going up (no
  * wrap-around), that is empty or holds its fingerprint; no slot lies more
  * than max_probe - 1 past its home. */
-#define KA_KEY_SLOTS_V1          1u
+#define KA_KEY_SLOTS_V1          1u   /* schema 2: IN_RECORD reads keys_by_hash */
+#define KA_KEY_SLOTS_V2          2u   /* schema 3: one key a slot; IN_RECORD reads
+                                         key_records by the slot's key id */
 #define KA_KEY_SLOTS_HEADER_KEY  "header"
 #define KA_KEY_SLOT_SIZE         64
 #define KA_KEY_SLOT_FINGERPRINT  16   /* bytes 0-15 of SHA-256(secret) */
@@ -443,7 +448,7 @@ static_assert(sizeof(struct ka_usage_bucket_v1) == KA_USAGE_BUCKET_SIZE, "layout
 #define KA_KEY_SLOTS_MAX_PROBE   4096 /* a reader never looks further */
 
 struct ka_key_slots_header_v1 {
-    uint16_t version;      /* KA_KEY_SLOTS_V1 */
+    uint16_t version;      /* KA_KEY_SLOTS_V1 or _V2: the same layout */
     uint16_t slot_size;    /* KA_KEY_SLOT_SIZE */
     uint32_t chunk_slots;  /* slots a chunk */
     uint64_t capacity;     /* home slots: 0 .. capacity - 1 */
@@ -465,8 +470,10 @@ static_assert(sizeof(struct ka_key_slots_header_v1) == KA_KEY_SLOTS_HEADER_SIZE,
 enum ka_key_slot_state {
     KA_SLOT_EMPTY     = 0,
     KA_SLOT_INLINE    = 1, /* the fields below are the key's */
-    KA_SLOT_IN_RECORD = 2  /* read keys_by_hash by the whole hash: the key's
-                              fields do not fit, or keys share the fingerprint */
+    KA_SLOT_IN_RECORD = 2  /* the key's fields do not fit: v2, read key_records
+                              by key_id and compare the whole hash; v1, read
+                              keys_by_hash by the whole hash (also for keys
+                              that share the fingerprint) */
 };
 
 struct ka_key_slot_v1 {
@@ -476,7 +483,8 @@ struct ka_key_slot_v1 {
     uint8_t  scopes_bytes;            /* <= KA_KEY_SLOT_SCOPE_BYTES */
     uint32_t requested_rpm;
     uint8_t  fingerprint[KA_KEY_SLOT_FINGERPRINT];
-    uint8_t  key_id[KA_ID_LEN];       /* also the rate id: a rolled key is IN_RECORD */
+    uint8_t  key_id[KA_ID_LEN];       /* also the rate id: a rolled key is IN_RECORD;
+                                         in v2 set in IN_RECORD slots too */
     uint8_t  account_id[KA_ID_LEN];
     uint8_t  expires_ms[6];           /* u48, 0 = never */
     uint8_t  scopes[KA_KEY_SLOT_SCOPE_BYTES]; /* (u8 length, bytes) entries */

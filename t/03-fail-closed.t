@@ -72,7 +72,7 @@ subtest 'schema version from the future: fail closed' => sub {
     my $acc = $t->account;
     my $key = $t->key(account => $acc->{id});
     my $n = patch_data_file($t->db, 'schema_version', length('schema_version'), "\x09\x00\x00\x00",
-                            sub { substr($_[0], $_[1] + 14, 4) eq "\x02\x00\x00\x00" });
+                            sub { substr($_[0], $_[1] + 14, 4) eq "\x03\x00\x00\x00" });
     ok $n >= 1, "schema version patched to 9 ($n copies)";
     $t->start_nginx(no_init => 1, locations => $locations);
     my $res = $t->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $key->{secret}");

@@ -320,7 +320,7 @@ sub terminal_escapes {
     my ($rc, undef, $err) = $t->ctl_raw('key', 'update', $K, '--name', $EVIL);
     is $rc, 1, 'such a name is refused on the way in' or diag $err;
     is forge_lmdb($t->db, 'accounts', $placeholder, $EVIL), 1, 'the account renamed in the store by hand';
-    is forge_lmdb($t->db, 'keys_by_hash', $placeholder, $EVIL), 1, '... and the key';
+    is forge_lmdb($t->db, 'key_records', $placeholder, $EVIL), 1, '... and the key';
 
     my $text;
     ($rc, $text) = ctl_text($t, 'account', 'list');

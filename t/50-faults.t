@@ -254,7 +254,7 @@ subtest 'kill -9 of keyauthctl in a bulk create: all of its transaction or none'
                30, 'keyauthctl to be building its transaction');
     kill 'KILL', $pid;
     waitpid $pid, 0;
-    my ($n) = `mdb_stat -s keys_by_hash '${\ $t->db }'` =~ /Entries: (\d+)/;
+    my ($n) = `mdb_stat -s key_records '${\ $t->db }'` =~ /Entries: (\d+)/;
     ok defined $n && ($n == 1 || $n == 200_001), "all or none of the bulk create: @{[ $n // '?' ]} keys";
     my @bad = grep { $_->{level} ne 'ok' } @{ $t->ctl('doctor')->{findings} };
     is_deeply \@bad, [], 'keyauthctl doctor finds nothing wrong';
@@ -272,7 +272,7 @@ subtest 'kill -9 of keyauthctl in a bulk create: all of its transaction or none'
     my $t0 = Time::HiRes::time();
     system("@{[ map { qq{'$_'} } @bulk ]} >/dev/null") == 0 or die "bulk create failed";
     my $full = Time::HiRes::time() - $t0;
-    my ($base) = `mdb_stat -s keys_by_hash '${\ $t->db }'` =~ /Entries: (\d+)/;
+    my ($base) = `mdb_stat -s key_records '${\ $t->db }'` =~ /Entries: (\d+)/;
     my $whole = 1;
     for my $i (1 .. 4) {
         my $pid = fork // die "fork: $!";
@@ -284,7 +284,7 @@ subtest 'kill -9 of keyauthctl in a bulk create: all of its transaction or none'
         Time::HiRes::sleep(rand($full));
         kill 'KILL', $pid;
         waitpid $pid, 0;
-        my ($m) = `mdb_stat -s keys_by_hash '${\ $t->db }'` =~ /Entries: (\d+)/;
+        my ($m) = `mdb_stat -s key_records '${\ $t->db }'` =~ /Entries: (\d+)/;
         $whole = 0 unless defined $m && $m >= $base && ($m - $base) % 50_000 == 0;
         $base = $m // $base;
         my @wrong = grep { $_->{level} ne 'ok' } @{ $t->ctl('doctor')->{findings} };

@@ -1,6 +1,7 @@
-// key_slots, the hot table: its codecs, and that the writers keep it equal to
-// what keys_by_hash says through puts, revocations, deletions, growth,
-// shrinking and shared fingerprints, with the edge's lookup finding every key.
+// key_slots, the hot table and the store's index by hash: its codecs, and
+// that the writers keep it equal to what key_records holds through puts,
+// revocations, deletions, growth and shrinking, refusing a second key of a
+// fingerprint, with the edge's lookup finding every key.
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
@@ -16,6 +17,7 @@
 #include "le.h"
 #include "lmdb_apply.h"
 #include "lmdb_backend.h"
+#include "store_error.h"
 #include "syncd_fixtures.h"
 #include "temp_dir.h"
 
@@ -149,7 +151,7 @@ protected:
     std::vector<std::string> problems() {
         MDB_txn *txn = nullptr;
         EXPECT_EQ(mdb_txn_begin(store().env(), nullptr, MDB_RDONLY, &txn), 0);
-        auto p = check_key_slots(txn, store().tables()[keyauth::Table::kKeysByHash], store().tables().key_slots);
+        auto p = check_key_slots(txn, store().tables().key_records, store().tables().key_slots);
         mdb_txn_abort(txn);
         return p;
     }
@@ -287,25 +289,65 @@ TEST_F(Table, ARevocationIsInTheSlotTheEdgeReads) {
     EXPECT_TRUE(problems().empty());
 }
 
-TEST_F(Table, KeysSharingAFingerprintAreReadFromTheirRecords) {
-    std::string a = kt::test_hash(4), b = a;
-    b[KA_HASH_LEN - 1] = 'x';  // the same first 16 bytes, another hash
-    apply({{keyauth::Table::kKeysByHash, a, kt::key_record(4, 1)},
-           {keyauth::Table::kKeysByHash, b, kt::key_record(5, 1)}});
+TEST_F(Table, AKeyThatDoesNotFitIsReadByItsIdAndItsWholeHash) {
+    std::string a = kt::test_hash(4);
+    KeyRecord wide = view_of(kt::key_record(4, 1)).to_owned();
+    wide.scopes = {"ip:read", "dns:write"};  // more than a slot holds
+    apply({{keyauth::Table::kKeysByHash, a, encode_key_record(wide)}});
     EXPECT_TRUE(problems().empty());
-    EXPECT_EQ(header().count, 1u);  // one slot stands for both
     KeyRecord v;
     ASSERT_EQ(edge_sees(a, v), KA_SLOT_IN_RECORD);
     EXPECT_EQ(std::memcmp(v.key_id.data(), kt::test_id(4).data(), KA_ID_LEN), 0);
-    ASSERT_EQ(edge_sees(b, v), KA_SLOT_IN_RECORD);
-    EXPECT_EQ(std::memcmp(v.key_id.data(), kt::test_id(5).data(), KA_ID_LEN), 0);
+    EXPECT_EQ(v.scopes, wide.scopes);
     std::string c = a;
-    c[KA_HASH_LEN - 1] = 'y';  // shares the slot, but no such key
+    c[KA_HASH_LEN - 1] = 'y';  // the slot's fingerprint, not the key's hash
     EXPECT_EQ(edge_sees(c, v), 0);
-    apply({{keyauth::Table::kKeysByHash, a, std::nullopt}});
+}
+
+TEST_F(Table, ASecondKeyOfAFingerprintIsRefusedAndNothingOfItsBatchIsWritten) {
+    std::string a = kt::test_hash(4), b = a, c = kt::test_hash(6);
+    b[KA_HASH_LEN - 1] = 'x';  // the same first 16 bytes, another hash
+    apply({{keyauth::Table::kKeysByHash, a, kt::key_record(4, 1)}});
+    for (const auto &batch : {std::vector<RecordChange>{{keyauth::Table::kKeysByHash, c, kt::key_record(6, 1)},
+                                                        {keyauth::Table::kKeysByHash, b, kt::key_record(5, 1)}}}) {
+        MDB_txn *txn = nullptr;
+        ASSERT_EQ(mdb_txn_begin(store().env(), nullptr, 0, &txn), 0);
+        EXPECT_THROW(apply_records(txn, store().tables(), batch), StoreError);
+        mdb_txn_abort(txn);
+    }
+    // both new in one batch: refused alike
+    std::string d = kt::test_hash(7), e = d;
+    e[KA_HASH_LEN - 1] = 'x';
+    MDB_txn *txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(store().env(), nullptr, 0, &txn), 0);
+    EXPECT_THROW(apply_records(txn, store().tables(), {{keyauth::Table::kKeysByHash, d, kt::key_record(7, 1)},
+                                                      {keyauth::Table::kKeysByHash, e, kt::key_record(8, 1)}}),
+                 StoreError);
+    mdb_txn_abort(txn);
     EXPECT_TRUE(problems().empty());
-    ASSERT_EQ(edge_sees(b, v), KA_SLOT_INLINE);  // alone again
-    EXPECT_EQ(std::memcmp(v.key_id.data(), kt::test_id(5).data(), KA_ID_LEN), 0);
+    EXPECT_EQ(header().count, 1u);
+    KeyRecord v;
+    ASSERT_EQ(edge_sees(a, v), KA_SLOT_INLINE);
+    EXPECT_EQ(std::memcmp(v.key_id.data(), kt::test_id(4).data(), KA_ID_LEN), 0);
+    // an INLINE slot is the key of its 128-bit fingerprint (SCHEMA.md): b
+    // is a's slot, not a key of its own
+    ASSERT_EQ(edge_sees(b, v), KA_SLOT_INLINE);
+    EXPECT_EQ(std::memcmp(v.key_id.data(), kt::test_id(4).data(), KA_ID_LEN), 0);
+    EXPECT_EQ(edge_sees(c, v), 0);
+    EXPECT_EQ(edge_sees(d, v), 0);
+}
+
+TEST_F(Table, AKeyIdHeldByAnotherHashIsRefused) {
+    apply({{keyauth::Table::kKeysByHash, kt::test_hash(1), kt::key_record(1, 1)}});
+    MDB_txn *txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(store().env(), nullptr, 0, &txn), 0);
+    EXPECT_THROW(apply_records(txn, store().tables(), {{keyauth::Table::kKeysByHash, kt::test_hash(2), kt::key_record(1, 1)}}),
+                 StoreError);
+    mdb_txn_abort(txn);
+    EXPECT_TRUE(problems().empty());
+    KeyRecord v;
+    EXPECT_EQ(edge_sees(kt::test_hash(2), v), 0);
+    EXPECT_EQ(edge_sees(kt::test_hash(1), v), KA_SLOT_INLINE);
 }
 
 TEST_F(Table, ABatchLargerThanTheTableRebuildsItInOneTransaction) {

@@ -57,7 +57,7 @@ TEST(MapGrowth, WritesPastASmallMapGrowItAndEveryKeyReads) {
         Store store(path, kMiB);
         acc = roomy_account(store);
         // one transaction four times the map: it grows more than once
-        for (const CreatedKey &k : store.create_keys(acc, "bulk", {"ip:read"}, 10, 10000))
+        for (const CreatedKey &k : store.create_keys(acc, "bulk", {"ip:read"}, 10, 16000))
             made.push_back(k.key.key_id);
         // and small ones, one of which fills the grown map in turn
         const size_t grown = map_bytes(store);

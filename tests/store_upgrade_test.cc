@@ -4,63 +4,29 @@
 // converts what it touches to the new layouts.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
-#include <lmdb.h>
-
-#include <filesystem>
-#include <fstream>
-
 #include "edge_store.h"
 #include "key_slots_writer.h"
 #include "keyauth_core.h"
 #include "keyauth_schema.h"
 #include "store.h"
-#include "temp_dir.h"
+#include "store_fixture.h"
+#include "store_layout.h"
 
 using namespace keyauth;
-using keyauth::testing::TempDir;
+using keyauth::testing::expect_schema_three;
 
 namespace {
 
-class StoreUpgradeTest : public ::testing::Test {
+class StoreUpgradeTest : public keyauth::testing::StoreFixture {
 protected:
-    TempDir dir;
-    std::string path = dir.sub("db");
-    nlohmann::json fixture;
+    StoreUpgradeTest() : StoreFixture("store-v1") {}
     Id account{}, active{}, revoked{};
 
     void SetUp() override {
-        std::filesystem::create_directory(path);
-        std::filesystem::copy_file("tests/fixtures/store-v1/data.mdb", path + "/data.mdb");
-        std::filesystem::permissions(path + "/data.mdb", std::filesystem::perms::owner_read |
-                                                             std::filesystem::perms::owner_write);
-        std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-        std::ifstream in("tests/fixtures/store-v1/fixture.json");
-        fixture = nlohmann::json::parse(in);
+        StoreFixture::SetUp();
         ASSERT_TRUE(parse_id(kAccountIdPrefix, fixture["account"]["id"].get<std::string>(), account));
         ASSERT_TRUE(parse_id(kKeyIdPrefix, fixture["activeKey"]["id"].get<std::string>(), active));
         ASSERT_TRUE(parse_id(kKeyIdPrefix, fixture["revokedKey"]["id"].get<std::string>(), revoked));
-    }
-
-    // One edge for the test, opened once: closing an environment drops
-    // the process's locks on its lock file, under any other handle too.
-    ka_edge_t *edge = nullptr;
-    void TearDown() override { ka_edge_close(edge); }
-
-    ka_verdict_e edge_verdict(const std::string &secret, ka_auth_result_t *out = nullptr) {
-        if (!edge) {
-            char err[256] = "";
-            edge = ka_edge_open(path.c_str(), err, sizeof err);
-            EXPECT_NE(edge, nullptr) << err;
-            if (!edge) return KA_AUTH_UNAVAILABLE;
-        }
-        const std::string header = "Bearer " + secret;
-        ka_str_t scope{"ip:read", 7};
-        ka_auth_result_t r;
-        ka_edge_authenticate(edge, header.data(), header.size(), &scope, 1, wall_clock_ms(), &r);
-        if (out) *out = r;
-        return r.verdict;
     }
 };
 
@@ -112,39 +78,25 @@ TEST_F(StoreUpgradeTest, TheStoreReadsAndWritesOverLayoutOneRecords) {
     EXPECT_EQ(store.account_for_console_token(rotated.console_token), account);
 }
 
-TEST_F(StoreUpgradeTest, TheFirstWriterUpgradesASchemaOneStoreWithItsHotTable) {
+TEST_F(StoreUpgradeTest, TheFirstWriterMovesASchemaOneStoreToSchemaThree) {
     {
         std::string err;
         auto before = EdgeStore::open(path, err);
         ASSERT_TRUE(before) << err;
-        EXPECT_FALSE(before->has_key_slots());  // read through keys_by_hash
+        EXPECT_EQ(before->schema_at_open(), 1u);  // read through keys_by_hash
     }
+    EXPECT_EQ(edge_verdict(fixture["activeKey"]["secret"]), KA_AUTH_OK);  // this edge stays open
     {
         Store store(path);  // opening is the upgrade
         store.create_key(account, "new", {"ip:read"}, 60);
     }
-    MDB_env *env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, KA_DB_COUNT);
-    ASSERT_EQ(mdb_env_open(env, path.c_str(), MDB_RDONLY, 0), 0);
-    MDB_txn *txn = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-    MDB_dbi meta, by_hash, slots;
-    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_META, 0, &meta), 0);
-    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &by_hash), 0);
-    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &slots), 0);
-    MDB_val k{sizeof(KA_META_SCHEMA_VERSION) - 1, const_cast<char *>(KA_META_SCHEMA_VERSION)}, v;
-    ASSERT_EQ(mdb_get(txn, meta, &k, &v), 0);
-    EXPECT_EQ(std::string(static_cast<char *>(v.mv_data), v.mv_size), std::string("\x02\0\0\0", 4));
-    EXPECT_EQ(check_key_slots(txn, by_hash, slots), std::vector<std::string>{});
-    mdb_txn_abort(txn);
-    mdb_env_close(env);
+    expect_schema_three(path, 3);
 
+    // the edge opened on schema 1 follows the store it now reads
+    EXPECT_EQ(edge_verdict(fixture["activeKey"]["secret"]), KA_AUTH_OK);
+    EXPECT_EQ(edge_verdict(fixture["revokedKey"]["secret"]), KA_AUTH_KEY_INVALID);
     std::string err;
     auto after = EdgeStore::open(path, err);
     ASSERT_TRUE(after) << err;
-    EXPECT_TRUE(after->has_key_slots());
-    after.reset();
-    EXPECT_EQ(edge_verdict(fixture["activeKey"]["secret"]), KA_AUTH_OK);
-    EXPECT_EQ(edge_verdict(fixture["revokedKey"]["secret"]), KA_AUTH_KEY_INVALID);
+    EXPECT_EQ(after->schema_at_open(), 3u);
 }

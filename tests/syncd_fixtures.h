@@ -25,28 +25,42 @@ namespace keyauth::testing {
 // table name → (key → value), every named database of the environment.
 using Dump = std::map<std::string, std::map<std::string, std::string>>;
 
+// The Store's tables as the store keeps them: keys_by_hash (hash -> record)
+// and keys (id -> hash) read out of key_records (schema 3).
 inline Dump dump_txn(MDB_txn *txn) {
     Dump out;
-    for (size_t i = 0; i < kTableCount; ++i) {
-        const char *name = table_name(static_cast<Table>(i));
+    auto each = [&](const char *name, auto &&fn) {
         MDB_dbi dbi;
-        if (mdb_dbi_open(txn, name, 0, &dbi) != 0) continue;
+        if (mdb_dbi_open(txn, name, 0, &dbi) != 0) return false;
         MDB_cursor *cur = nullptr;
         if (mdb_cursor_open(txn, dbi, &cur) != 0) throw std::runtime_error("mdb_cursor_open");
-        auto &table = out[name];
         MDB_val k, v;
         for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-            table[std::string(static_cast<const char *>(k.mv_data), k.mv_size)] =
-                std::string(static_cast<const char *>(v.mv_data), v.mv_size);
+            fn(std::string(static_cast<const char *>(k.mv_data), k.mv_size),
+               std::string(static_cast<const char *>(v.mv_data), v.mv_size));
         }
         mdb_cursor_close(cur);
+        return true;
+    };
+    for (size_t i = 0; i < kTableCount; ++i) {
+        const char *name = table_name(static_cast<Table>(i));
+        auto &table = out[name];
+        each(name, [&](std::string k, std::string v) { table[std::move(k)] = std::move(v); });
     }
+    out[KA_DB_KEYS_BY_HASH];
+    out[KA_DB_KEYS];
+    each(KA_DB_KEY_RECORDS, [&](std::string id, std::string value) {
+        if (value.size() < KA_HASH_LEN) throw std::runtime_error("a key_records value without its hash");
+        const std::string hash = value.substr(0, KA_HASH_LEN);
+        out[KA_DB_KEYS_BY_HASH][hash] = value.substr(KA_HASH_LEN);
+        out[KA_DB_KEYS][id] = hash;
+    });
     // key_slots is not compared (where a slot sits depends on the order keys
-    // came in) but must agree with keys_by_hash in every store dumped.
-    MDB_dbi by_hash, slots;
-    if (mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &by_hash) == 0 &&
+    // came in) but must agree with key_records in every store dumped.
+    MDB_dbi records, slots;
+    if (mdb_dbi_open(txn, KA_DB_KEY_RECORDS, 0, &records) == 0 &&
         mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &slots) == 0) {
-        for (const std::string &problem : check_key_slots(txn, by_hash, slots)) {
+        for (const std::string &problem : check_key_slots(txn, records, slots)) {
             throw std::runtime_error(problem);
         }
     }

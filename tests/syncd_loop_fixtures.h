@@ -178,7 +178,7 @@ inline void expect_skipped_records_absent(Mirror &m) {
         EXPECT_EQ(value.size(), static_cast<size_t>(KA_HASH_LEN));
     }
     for (const auto &[key, value] : d.at(KA_DB_ACCOUNT_KEYS)) EXPECT_NE(value, "not a hash either");
-    EXPECT_EQ(d.at(KA_DB_META).at(KA_META_SCHEMA_VERSION), std::string("\x02\0\0\0", 4));
+    EXPECT_EQ(d.at(KA_DB_META).at(KA_META_SCHEMA_VERSION), std::string("\x03\0\0\0", 4));
     EXPECT_NE(d.at(KA_DB_META).at(KA_META_SYNCD_REVISION), kt::u64_le(1));
     for (const auto &[table, records] : d) {
         for (const auto &[key, value] : records) EXPECT_NE(value, "last") << table;

@@ -72,18 +72,18 @@ Finding access_as(const std::string &path, const std::string &user) {
                           " and keep the modes: directory 2750, data.mdb 0640, lock.mdb 0660)"};
 }
 
-// key_slots against keys_by_hash, slot by slot: what a writer killed in the
+// key_slots against key_records, slot by slot: what a writer killed in the
 // middle of an update, or a damaged file, would show first.
 void check_hot_table(MDB_env *env, std::vector<Finding> &out) {
     try {
         auto txn = lmdb::txn::begin(env, nullptr, MDB_RDONLY);
-        auto by_hash = lmdb::dbi::open(txn, KA_DB_KEYS_BY_HASH);
+        auto records = lmdb::dbi::open(txn, KA_DB_KEY_RECORDS);
         auto slots = lmdb::dbi::open(txn, KA_DB_KEY_SLOTS);
-        const std::vector<std::string> problems = check_key_slots(txn, by_hash, slots);
+        const std::vector<std::string> problems = check_key_slots(txn, records, slots);
         for (const std::string &p : problems) out.push_back({L::kFail, p});
         if (problems.empty()) {
-            out.push_back({L::kOk, "key_slots agrees with keys_by_hash (" +
-                                       std::to_string(by_hash.size(txn)) + " keys)"});
+            out.push_back({L::kOk, "key_slots agrees with key_records (" +
+                                       std::to_string(records.size(txn)) + " keys)"});
         }
     } catch (const std::exception &e) {
         out.push_back({L::kFail, std::string("key_slots cannot be checked: ") + e.what()});
@@ -154,7 +154,13 @@ std::vector<Finding> diagnose(const std::string &path, const std::optional<std::
     MDB_env *env = nullptr;
     if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, KA_DB_COUNT) == 0 &&
         mdb_env_open(env, path.c_str(), MDB_RDONLY, 0) == 0) {
-        if (store->has_key_slots()) check_hot_table(env, out);
+        if (store->schema_at_open() >= 3) {
+            check_hot_table(env, out);
+        } else {
+            out.push_back({L::kWarn, "schema version " + std::to_string(store->schema_at_open()) +
+                                         ": the first keyauthctl or keyauthd of this build to open it "
+                                         "moves its keys to schema " + std::to_string(KA_SCHEMA_VERSION)});
+        }
         MDB_envinfo info;
         MDB_stat st;
         if (mdb_env_info(env, &info) == 0 && mdb_env_stat(env, &st) == 0) {

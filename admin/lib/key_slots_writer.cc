@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "key_slots.h"
+#include "lmdb_keys.h"
 #include "records.h"
 #include "store_error.h"
 
@@ -38,31 +39,29 @@ struct Cursor {
     bool get(MDB_val &k, MDB_val &v, MDB_cursor_op op) { return lmdb::cursor_get(c, &k, &v, op); }
 };
 
-// The slot the keys_by_hash records of one fingerprint make: none when no
-// key has it, the key's own for one key (IN_RECORD if its record does not
-// decode: the edge then reads it and refuses it as before), IN_RECORD when
-// several keys share it.
-std::optional<Slot> slot_of_group(const unsigned char *hash, const MDB_val &first, size_t keys) {
+// The slot of one stored key: INLINE if its record decodes and its fields
+// fit, else IN_RECORD naming its id (the edge then reads the record, and
+// refuses one that does not decode).
+Slot slot_of(const StoredKey &key, std::string_view id) {
     Slot s;
+    const auto *hash = reinterpret_cast<const unsigned char *>(key.hash.data());
     KeyRecordView view;
-    if (keys == 1 && decode_key_record(first.mv_data, first.mv_size, view) == DecodeStatus::kOk) {
+    if (decode_key_record(key.record.data(), key.record.size(), view) == DecodeStatus::kOk &&
+        std::memcmp(view.key_id, id.data(), KA_ID_LEN) == 0) {
         encode_key_slot(hash, view, s.data());
     } else {
-        encode_in_record_slot(hash, s.data());
+        encode_in_record_slot(hash, reinterpret_cast<const unsigned char *>(id.data()), s.data());
     }
     return s;
 }
 
-std::optional<Slot> slot_for(Cursor &cur, const unsigned char *hash) {
-    MDB_val k = val(hash, KA_KEY_SLOT_FINGERPRINT), v, first{};
-    size_t keys = 0;
-    for (bool ok = cur.get(k, v, MDB_SET_RANGE);
-         ok && k.mv_size == KA_HASH_LEN && std::memcmp(k.mv_data, hash, KA_KEY_SLOT_FINGERPRINT) == 0;
-         ok = cur.get(k, v, MDB_NEXT)) {
-        if (keys++ == 0) first = v;
-    }
-    if (keys == 0) return std::nullopt;
-    return slot_of_group(hash, first, keys);
+std::string_view id_of_slot(const unsigned char *slot) {
+    return {reinterpret_cast<const char *>(slot_key_id(slot)), KA_ID_LEN};
+}
+
+[[noreturn]] void shared_fingerprint() {
+    throw StoreError(StoreError::Kind::kInvalid, "",
+                     "two keys share the first 128 bits of their hash: the new one is refused");
 }
 
 std::optional<KeySlotsHeader> read_header(MDB_txn *txn, MDB_dbi key_slots) {
@@ -111,33 +110,50 @@ KeySlotsHeader sized_for(uint64_t keys, uint64_t capacity) {
     return h;
 }
 
-// One pass over keys_by_hash in hash order, which is home order: each slot
-// goes to the first free one at or after its home, so chunks are written
-// once each, in order. False if a slot would land past the probe bound.
-bool build(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, KeySlotsHeader &h) {
+// A key's place in the build: its fingerprint (which orders homes) and id.
+struct Entry {
+    unsigned char fingerprint[KA_KEY_SLOT_FINGERPRINT];
+    char id[KA_ID_LEN];
+};
+
+// Every key of key_records by fingerprint (28 bytes a key in memory): the
+// records are in creation order, the slots in hash order.
+std::vector<Entry> keys_in_hash_order(MDB_txn *txn, MDB_dbi key_records) {
+    std::vector<Entry> out;
+    Cursor cur(txn, key_records);
+    MDB_val k, v;
+    for (bool ok = cur.get(k, v, MDB_FIRST); ok; ok = cur.get(k, v, MDB_NEXT)) {
+        if (k.mv_size != KA_ID_LEN || v.mv_size < KA_HASH_LEN) continue;  // never written so
+        Entry e;
+        std::memcpy(e.fingerprint, v.mv_data, sizeof e.fingerprint);
+        std::memcpy(e.id, k.mv_data, sizeof e.id);
+        out.push_back(e);
+    }
+    std::sort(out.begin(), out.end(), [](const Entry &a, const Entry &b) {
+        return std::memcmp(a.fingerprint, b.fingerprint, sizeof a.fingerprint) < 0;
+    });
+    for (size_t i = 1; i < out.size(); i++) {
+        if (std::memcmp(out[i - 1].fingerprint, out[i].fingerprint, sizeof out[i].fingerprint) == 0)
+            shared_fingerprint();
+    }
+    return out;
+}
+
+// One pass in hash order, which is home order: each slot goes to the first
+// free one at or after its home, so chunks are written once each, in order.
+// False if a slot would land past the probe bound.
+bool build(MDB_txn *txn, MDB_dbi key_records, MDB_dbi key_slots, KeySlotsHeader &h,
+           const std::vector<Entry> &keys) {
     std::string chunk(h.chunk_bytes(), '\0');
     uint64_t chunk_no = 0, next = 0;
     h.count = 0;
     h.max_probe = 1;
-    Cursor cur(txn, keys_by_hash);
-    MDB_val k, v;
-    bool ok = cur.get(k, v, MDB_FIRST);
-    while (ok) {
-        if (k.mv_size != KA_HASH_LEN) {  // not a key (apply_records never writes one)
-            ok = cur.get(k, v, MDB_NEXT);
-            continue;
-        }
-        unsigned char hash[KA_HASH_LEN];
-        std::memcpy(hash, k.mv_data, KA_HASH_LEN);
-        MDB_val first = v;
-        size_t keys = 0;
-        do {
-            keys++;
-            ok = cur.get(k, v, MDB_NEXT);
-        } while (ok && k.mv_size == KA_HASH_LEN &&
-                 std::memcmp(k.mv_data, hash, KA_KEY_SLOT_FINGERPRINT) == 0);
-        const Slot slot = *slot_of_group(hash, first, keys);
-        const uint64_t home = home_slot(hash, h.capacity);
+    for (const Entry &e : keys) {
+        const std::string_view id(e.id, KA_ID_LEN);
+        const std::optional<StoredKey> key = key_by_id(txn, key_records, id);
+        if (!key) throw StoreError(StoreError::Kind::kCorrupt, "", "key_records lost a key during a rebuild");
+        const Slot slot = slot_of(*key, id);
+        const uint64_t home = home_slot(e.fingerprint, h.capacity);
         const uint64_t at = std::max(home, next);
         if (at >= h.slots || at - home + 1 > KA_KEY_SLOTS_MAX_PROBE) return false;
         while (at / h.chunk_slots != chunk_no) {
@@ -210,13 +226,17 @@ void remove_at(ChunkWindow &w, const KeySlotsHeader &h, uint64_t i) {
 }
 
 // False when a slot cannot be placed within the probe bound: rebuild.
-bool update(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, KeySlotsHeader &h,
-            const std::vector<std::string> &hashes) {
+// `changes` are in hash order, one a hash.
+bool update(MDB_txn *txn, MDB_dbi key_records, MDB_dbi key_slots, KeySlotsHeader &h,
+            const std::vector<SlotChange> &changes) {
     ChunkWindow w(txn, key_slots, h);
-    Cursor records(txn, keys_by_hash);
-    for (const std::string &hash_bytes : hashes) {
-        const auto *hash = reinterpret_cast<const unsigned char *>(hash_bytes.data());
-        const std::optional<Slot> want = slot_for(records, hash);
+    for (const SlotChange &c : changes) {
+        const auto *hash = reinterpret_cast<const unsigned char *>(c.hash.data());
+        std::optional<Slot> want;
+        if (c.key_id) {
+            if (std::optional<StoredKey> key = key_by_id(txn, key_records, *c.key_id); key && key->hash == c.hash)
+                want = slot_of(*key, *c.key_id);
+        }
         const uint64_t home = home_slot(hash, h.capacity);
         w.write_below(home / h.chunk_slots);
         uint64_t i = home;
@@ -228,6 +248,11 @@ bool update(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, KeySlotsHeade
                 found = true;
                 break;
             }
+        }
+        if (found && want && id_of_slot(w.slot(i)) != *c.key_id) {
+            // the slot's key, if it is still stored, is another hash's
+            std::optional<StoredKey> holder = key_by_id(txn, key_records, id_of_slot(w.slot(i)));
+            if (holder && holder->hash != c.hash) shared_fingerprint();
         }
         if (found && want) {
             std::memcpy(w.slot(i), want->data(), KA_KEY_SLOT_SIZE);
@@ -246,45 +271,46 @@ bool update(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, KeySlotsHeade
     return true;
 }
 
-uint64_t entries(MDB_txn *txn, MDB_dbi dbi) {
-    MDB_stat st;
-    int rc = mdb_stat(txn, dbi, &st);
-    if (rc != 0) lmdb::error::raise("mdb_stat", rc);
-    return st.ms_entries;
-}
-
-void rebuild_at_least(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots, uint64_t capacity) {
-    KeySlotsHeader h = sized_for(entries(txn, keys_by_hash), capacity);
-    while (!build(txn, keys_by_hash, key_slots, h)) h = sized_for(0, h.capacity * 2);
+void rebuild_at_least(MDB_txn *txn, MDB_dbi key_records, MDB_dbi key_slots, uint64_t capacity) {
+    const std::vector<Entry> keys = keys_in_hash_order(txn, key_records);
+    KeySlotsHeader h = sized_for(keys.size(), capacity);
+    while (!build(txn, key_records, key_slots, h, keys)) h = sized_for(0, h.capacity * 2);
 }
 
 }  // namespace
 
-void rebuild_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots) {
-    rebuild_at_least(txn, keys_by_hash, key_slots, 0);
+void rebuild_key_slots(MDB_txn *txn, MDB_dbi key_records, MDB_dbi key_slots) {
+    rebuild_at_least(txn, key_records, key_slots, 0);
 }
 
-void update_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots,
-                      std::vector<std::string> hashes) {
-    if (hashes.empty()) return;
+void update_key_slots(MDB_txn *txn, MDB_dbi key_records, MDB_dbi key_slots, std::vector<SlotChange> changes) {
+    if (changes.empty()) return;
+    for (const SlotChange &c : changes) {
+        if (c.hash.size() != KA_HASH_LEN) throw StoreError(StoreError::Kind::kInvalid, "", "key_slots: a hash of " + std::to_string(c.hash.size()) + " bytes");
+    }
     std::optional<KeySlotsHeader> h = read_header(txn, key_slots);
-    if (!h || static_cast<double>(h->count + hashes.size()) > kFillMax * static_cast<double>(h->capacity)) {
-        return rebuild_key_slots(txn, keys_by_hash, key_slots);
+    if (!h || h->version != KA_KEY_SLOTS_V2 ||
+        static_cast<double>(h->count + changes.size()) > kFillMax * static_cast<double>(h->capacity)) {
+        return rebuild_key_slots(txn, key_records, key_slots);
     }
-    std::sort(hashes.begin(), hashes.end());
-    hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
-    for (const std::string &hash : hashes) {
-        if (hash.size() != KA_HASH_LEN) throw StoreError(StoreError::Kind::kInvalid, "", "key_slots: a hash of " + std::to_string(hash.size()) + " bytes");
+    // one change a hash, the last given
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const SlotChange &a, const SlotChange &b) { return a.hash < b.hash; });
+    std::vector<SlotChange> last;
+    last.reserve(changes.size());
+    for (SlotChange &c : changes) {
+        if (!last.empty() && last.back().hash == c.hash) last.back() = std::move(c);
+        else last.push_back(std::move(c));
     }
-    if (!update(txn, keys_by_hash, key_slots, *h, hashes)) {
-        return rebuild_at_least(txn, keys_by_hash, key_slots, h->capacity * 2);
+    if (!update(txn, key_records, key_slots, *h, last)) {
+        return rebuild_at_least(txn, key_records, key_slots, h->capacity * 2);
     }
     if (h->capacity > kMinCapacity && static_cast<double>(h->count) < kFillMin * static_cast<double>(h->capacity)) {
-        rebuild_key_slots(txn, keys_by_hash, key_slots);
+        rebuild_key_slots(txn, key_records, key_slots);
     }
 }
 
-std::vector<std::string> check_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB_dbi key_slots) {
+std::vector<std::string> check_key_slots(MDB_txn *txn, MDB_dbi key_records, MDB_dbi key_slots) {
     std::vector<std::string> problems;
     auto problem = [&](std::string what) {
         if (problems.size() < 20) problems.push_back("key_slots: " + std::move(what));
@@ -292,6 +318,10 @@ std::vector<std::string> check_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB
     std::optional<KeySlotsHeader> header = read_header(txn, key_slots);
     if (!header) {
         problem("no readable header");
+        return problems;
+    }
+    if (header->version != KA_KEY_SLOTS_V2) {
+        problem("header of layout " + std::to_string(header->version) + " in a store of schema 3");
         return problems;
     }
     const KeySlotsHeader h = *header;
@@ -310,27 +340,31 @@ std::vector<std::string> check_key_slots(MDB_txn *txn, MDB_dbi keys_by_hash, MDB
         }
     }
     uint64_t used = 0;
-    Cursor records(txn, keys_by_hash);
     const unsigned char *chunk = nullptr;
     for (uint64_t i = 0; i < h.slots; i++) {
         if (i % h.chunk_slots == 0) chunk = get_chunk(i / h.chunk_slots);
         const unsigned char *s = chunk + (i % h.chunk_slots) * KA_KEY_SLOT_SIZE;
         if (slot_state(s) == KA_SLOT_EMPTY) continue;
         used++;
-        std::optional<Slot> want = slot_for(records, slot_fingerprint(s));
-        if (!want || std::memcmp(want->data(), s, KA_KEY_SLOT_SIZE) != 0) {
-            problem("slot " + std::to_string(i) + (want ? " differs from its key's record" : " has no key"));
+        const std::string_view id = id_of_slot(s);
+        const std::optional<StoredKey> key = key_by_id(txn, key_records, id);
+        if (!key) {
+            problem("slot " + std::to_string(i) + " has no key");
+        } else if (std::memcmp(slot_of(*key, id).data(), s, KA_KEY_SLOT_SIZE) != 0) {
+            problem("slot " + std::to_string(i) + " differs from its key's record");
         }
     }
     if (used != h.count) problem("header counts " + std::to_string(h.count) + " slots, " + std::to_string(used) + " are used");
-    Cursor cur(txn, keys_by_hash);
+    Cursor cur(txn, key_records);
     MDB_val k, v;
     for (bool ok = cur.get(k, v, MDB_FIRST); ok; ok = cur.get(k, v, MDB_NEXT)) {
         const unsigned char *slot = nullptr;
-        if (k.mv_size != KA_HASH_LEN ||
-            find_key_slot(h, static_cast<const unsigned char *>(k.mv_data), get_chunk, slot) == SlotFind::kAbsent ||
-            slot == nullptr) {
-            problem("a key of keys_by_hash is not found through its slots");
+        const SlotFind found = k.mv_size == KA_ID_LEN && v.mv_size >= KA_HASH_LEN
+                                   ? find_key_slot(h, static_cast<const unsigned char *>(v.mv_data), get_chunk, slot)
+                                   : SlotFind::kAbsent;
+        if (found == SlotFind::kAbsent || found == SlotFind::kNoChunk || slot == nullptr ||
+            std::memcmp(slot_key_id(slot), k.mv_data, KA_ID_LEN) != 0) {
+            problem("a key of key_records is not found through its slots");
         }
     }
     return problems;

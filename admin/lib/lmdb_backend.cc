@@ -4,16 +4,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "key_slots_writer.h"
 #include "keyauth_schema.h"
 #include "le.h"
+#include "lmdb_keys.h"
 #include "lmdb_write_txn.h"
 #include "permissions.h"
+#include "schema_upgrade.h"
 #include "store_error.h"
 
 namespace keyauth {
@@ -64,11 +68,23 @@ void create_lock_file(const std::string &dir) {
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char *>(s.data())}; }
 std::string_view view(const MDB_val &v) { return {static_cast<const char *>(v.mv_data), v.mv_size}; }
 
-// The reads of RecordReader over any transaction of the environment.
+// The reads of RecordReader over any transaction of the environment. The
+// tables keys_by_hash (hash -> record) and keys (id -> hash) are views of
+// key_records through key_slots (lmdb_keys.h). Scanning keys_by_hash sorts
+// every key by hash in memory: only dumps do it (the Store lists keys through
+// account_keys).
 template <class Interface>
 class TxnReader : public Interface {
 public:
     std::optional<std::string_view> get(Table table, std::string_view key) override {
+        if (table == Table::kKeysByHash) {
+            auto stored = key_by_hash(handle(), tables_.key_records, tables_.key_slots, key);
+            return stored ? std::optional(stored->record) : std::nullopt;
+        }
+        if (table == Table::kKeys) {
+            auto stored = key_by_id(handle(), tables_.key_records, key);
+            return stored ? std::optional(stored->hash) : std::nullopt;
+        }
         MDB_val k = val(key), v;
         if (!lmdb::dbi_get(handle(), tables_[table], &k, &v)) return std::nullopt;
         return view(v);
@@ -76,17 +92,20 @@ public:
 
     void scan(Table table, std::string_view within, std::string_view from,
               const RecordReader::Visit &visit) override {
-        auto cur = lmdb::cursor::open(handle(), tables_[table]);
         if (from < within) from = within;
-        MDB_val k = val(from), v;
-        // SET_RANGE refuses an empty key: from "" is from the first record
-        bool ok = lmdb::cursor_get(cur.handle(), &k, &v, from.empty() ? MDB_FIRST : MDB_SET_RANGE);
-        while (ok && view(k).substr(0, within.size()) == within && visit(view(k), view(v)))
-            ok = lmdb::cursor_get(cur.handle(), &k, &v, MDB_NEXT);
+        if (table == Table::kKeysByHash) return scan_by_hash(within, from, visit);
+        if (table == Table::kKeys) {
+            return scan_raw(tables_.key_records, within, from, [&](std::string_view id, std::string_view value) {
+                auto stored = split_key_records_value(value);
+                return !stored || visit(id, stored->hash);
+            });
+        }
+        scan_raw(tables_[table], within, from, visit);
     }
 
     std::optional<std::string> last_key(Table table) override {
-        auto cur = lmdb::cursor::open(handle(), tables_[table]);
+        if (table == Table::kKeysByHash) throw std::logic_error("keys_by_hash has no last key in LMDB");
+        auto cur = lmdb::cursor::open(handle(), table == Table::kKeys ? tables_.key_records : tables_[table]);
         MDB_val k, v;
         if (!lmdb::cursor_get(cur.handle(), &k, &v, MDB_LAST)) return std::nullopt;
         return std::string(view(k));
@@ -96,6 +115,31 @@ protected:
     explicit TxnReader(const LmdbTables &tables) : tables_(tables) {}
     virtual MDB_txn *handle() const = 0;
     const LmdbTables tables_;
+
+private:
+    template <class Visit>
+    void scan_raw(MDB_dbi dbi, std::string_view within, std::string_view from, Visit &&visit) {
+        auto cur = lmdb::cursor::open(handle(), dbi);
+        MDB_val k = val(from), v;
+        // SET_RANGE refuses an empty key: from "" is from the first record
+        bool ok = lmdb::cursor_get(cur.handle(), &k, &v, from.empty() ? MDB_FIRST : MDB_SET_RANGE);
+        while (ok && view(k).substr(0, within.size()) == within && visit(view(k), view(v)))
+            ok = lmdb::cursor_get(cur.handle(), &k, &v, MDB_NEXT);
+    }
+
+    void scan_by_hash(std::string_view within, std::string_view from, const RecordReader::Visit &visit) {
+        std::vector<StoredKey> keys;
+        scan_raw(tables_.key_records, "", "", [&](std::string_view, std::string_view value) {
+            auto stored = split_key_records_value(value);
+            if (stored && stored->hash.substr(0, within.size()) == within && stored->hash >= from)
+                keys.push_back(*stored);
+            return true;
+        });
+        std::sort(keys.begin(), keys.end(), [](const StoredKey &a, const StoredKey &b) { return a.hash < b.hash; });
+        for (const StoredKey &key : keys) {
+            if (!visit(key.hash, key.record)) break;
+        }
+    }
 };
 
 // Begins a transaction (`begin`) under a hold of the map. Another process
@@ -235,8 +279,8 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size)
     mdb_reader_check(env_.handle(), &dead);
 
     // The schema version is the environment's own, never a mutation's record.
-    // A store of schema 1 (no key_slots) is upgraded here, in one transaction:
-    // the edge reads either, the writers of schema 1 refuse the result.
+    // A store of schema 1 or 2 is upgraded here, in one transaction: the edge
+    // reads each, the writers of older schemas refuse the result.
     write([&](MDB_txn *txn) {
         tables_ = open_tables(txn);
         MDB_val k = val(KA_META_SCHEMA_VERSION), v;
@@ -244,7 +288,7 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size)
         const bool versioned = lmdb::dbi_get(txn, tables_[Table::kMeta], &k, &v);
         if (versioned) {
             version = v.mv_size == 4 ? load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data)) : 0;
-            if (version != KA_SCHEMA_VERSION && version != KA_SCHEMA_VERSION_MIN_READ) {
+            if (version < KA_SCHEMA_VERSION_MIN_READ || version > KA_SCHEMA_VERSION) {
                 throw StoreError(StoreError::Kind::kCorrupt, "",
                                  "schema version " + std::to_string(version) + " of " + path +
                                      " is not supported (this build writes " +
@@ -253,7 +297,8 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size)
         }
         MDB_val hk = val(KA_KEY_SLOTS_HEADER_KEY), hv;
         if (version != KA_SCHEMA_VERSION || !lmdb::dbi_get(txn, tables_.key_slots, &hk, &hv)) {
-            rebuild_key_slots(txn, tables_[Table::kKeysByHash], tables_.key_slots);
+            if (version < KA_SCHEMA_VERSION) move_keys_to_schema_3(txn, tables_);
+            rebuild_key_slots(txn, tables_.key_records, tables_.key_slots);
             unsigned char buf[4];
             store_le<uint32_t>(buf, KA_SCHEMA_VERSION);
             MDB_val nv{sizeof buf, buf};
@@ -305,7 +350,7 @@ StoreGauges LmdbBackend::gauges() {
         g.used_bytes = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
     }
     MDB_stat st;
-    if (mdb_stat(txn->handle(), tables_[Table::kKeys], &st) == 0) g.keys = st.ms_entries;
+    if (mdb_stat(txn->handle(), tables_.key_records, &st) == 0) g.keys = st.ms_entries;
     if (mdb_stat(txn->handle(), tables_[Table::kAccounts], &st) == 0) g.accounts = st.ms_entries;
     return g;
 }

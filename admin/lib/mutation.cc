@@ -9,8 +9,9 @@ constexpr const char *kNames[kTableCount] = {
     KA_DB_KEYS_BY_HASH, KA_DB_KEYS, KA_DB_ACCOUNT_KEYS, KA_DB_ACCOUNTS,
     KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META, KA_DB_AUDIT,
 };
-// One Table per named database but key_slots, which only lmdb_apply writes.
-static_assert(kTableCount + 1 == KA_DB_COUNT, "one Table per named database");
+// One Table per named database but key_records and key_slots, where LMDB
+// keeps what the Tables keys_by_hash and keys name (lmdb_keys.h).
+static_assert(kTableCount + 2 == KA_DB_COUNT, "one Table per named database");
 
 }  // namespace
 

@@ -220,7 +220,7 @@ std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
 void Mirror::finish_rebuild(std::unique_ptr<Rebuild> rb, const MirrorMark &mark) {
     rb->store_->write([&](MDB_txn *txn) {
         const LmdbTables &t = rb->store_->tables();
-        rebuild_key_slots(txn, t[Table::kKeysByHash], t.key_slots);
+        rebuild_key_slots(txn, t.key_records, t.key_slots);
         write_mark(txn, t, mark);
         return true;
     });

@@ -73,7 +73,7 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
         const EdgeStore::Snapshot::KeyLookup found = snap.find_key(hash.data());
         if (found.problem != nullptr) {
             return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR,
-                           "%s %s (layout %u); refusing to authenticate", KA_DB_KEY_SLOTS,
+                           "%s %s (version %u); refusing to authenticate", found.where,
                            found.problem, found.version);
         }
         if (found.rc == MDB_NOTFOUND) {
@@ -82,9 +82,7 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
                            out->prefix);
         }
         if (found.rc != 0) {
-            const char *where = store.has_key_slots() ? KA_DB_KEY_SLOTS " or " KA_DB_KEYS_BY_HASH
-                                                      : KA_DB_KEYS_BY_HASH;
-            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s", where,
+            return verdict(out, KA_AUTH_UNAVAILABLE, KA_LOG_ERROR, "LMDB get in %s: %s", found.where,
                            mdb_strerror(found.rc));
         }
         KeyRecordView view;

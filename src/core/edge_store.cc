@@ -155,11 +155,8 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
     const char *missing = nullptr;
     if ((rc = mdb_dbi_open(txn, KA_DB_META, 0, &meta)) != 0) missing = KA_DB_META;
     else if ((rc = mdb_dbi_open(txn, KA_DB_PLANS, 0, &s->plans_)) != 0) missing = KA_DB_PLANS;
-    else if ((rc = mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &s->keys_by_hash_)) != 0)
-        missing = KA_DB_KEYS_BY_HASH;
     else if ((rc = mdb_dbi_open(txn, KA_DB_ACCOUNTS, 0, &s->accounts_)) != 0)
         missing = KA_DB_ACCOUNTS;
-    const bool slots_db = missing == nullptr && mdb_dbi_open(txn, KA_DB_KEY_SLOTS, 0, &s->key_slots_) == 0;
     if (missing != nullptr) {
         mdb_txn_abort(txn);
         err = std::string("database \"") + missing + "\" cannot be opened (" + mdb_strerror(rc) +
@@ -173,6 +170,11 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
     if (rc == 0 && v.mv_size == sizeof(uint32_t)) {
         version = load_le<uint32_t>(static_cast<const unsigned char *>(v.mv_data));
     }
+    // The key databases of its schema must be there; those of another schema
+    // are opened too if present, and later if a writer upgrades the store.
+    for (Table *t : {&s->keys_by_hash_, &s->key_records_, &s->key_slots_}) {
+        t->open = mdb_dbi_open(txn, t->name, 0, &t->dbi) == 0;
+    }
     // Commit (not abort) so the dbi handles stay valid in the environment.
     mdb_txn_commit(txn);
     if (rc != 0 || version == 0) {
@@ -185,15 +187,17 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
               "); refusing to authenticate";
         return nullptr;
     }
-    if (version >= 2 && !slots_db) {
-        err = "schema version " + std::to_string(version) + " without the \"" KA_DB_KEY_SLOTS
+    const Table &needed = version <= 2 && !s->keys_by_hash_.open ? s->keys_by_hash_
+                          : version >= 2 && !s->key_slots_.open  ? s->key_slots_
+                          : version >= 3 && !s->key_records_.open ? s->key_records_
+                                                                  : Table{nullptr};
+    if (needed.name != nullptr) {
+        err = "schema version " + std::to_string(version) + " without the \"" + needed.name +
               "\" database: the store is damaged; refusing to authenticate";
         return nullptr;
     }
-    // A store of schema 1 is read through keys_by_hash alone (until a writer
-    // upgrades it and this worker reopens the store).
-    s->has_key_slots_ = version >= 2;
-    if (s->has_key_slots_) s->chunks_.resize(kChunkRefs);
+    s->schema_at_open_ = version;
+    s->chunks_.resize(kChunkRefs);  // also for schema 1: a writer may upgrade it under us
     rc = begin_read(s->env_, &s->txn_, map_failed);
     if (rc != 0) {
         err = mdb_error("mdb_txn_begin", rc);
@@ -248,6 +252,10 @@ int EdgeStore::begin() noexcept {
         }
         rc = begin_read(env_, &txn_, map_lost_);
     }
+    if (rc == 0 && (rc = adopt_schema()) != 0) {
+        mdb_txn_abort(txn_);  // the next begin starts a fresh one
+        txn_ = nullptr;
+    }
     active_ = rc == 0;
     generation_++;
     return rc;
@@ -272,25 +280,91 @@ int EdgeStore::Snapshot::get(MDB_dbi dbi, const void *key, size_t len,
     return rc;
 }
 
-const KeySlotsHeader *EdgeStore::slots_header(Snapshot::KeyLookup &out) noexcept {
-    if (header_generation_ != generation_) {
-        MDB_val k{sizeof(KA_KEY_SLOTS_HEADER_KEY) - 1, const_cast<char *>(KA_KEY_SLOTS_HEADER_KEY)};
+int EdgeStore::open_table(Table &table) noexcept {
+    // MDB_NOTLS: a second read transaction of this thread beside txn_
+    MDB_txn *txn = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+    if (rc != 0) return rc;
+    rc = mdb_dbi_open(txn, table.name, 0, &table.dbi);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    rc = mdb_txn_commit(txn);
+    table.open = rc == 0;
+    return rc;
+}
+
+int EdgeStore::adopt_schema() noexcept {
+    for (int attempt = 0;; attempt++) {
+        MDB_val k{sizeof(KA_META_SCHEMA_VERSION) - 1, const_cast<char *>(KA_META_SCHEMA_VERSION)};
         MDB_val v{};
-        int rc = mdb_get(txn_, key_slots_, &k, &v);
+        int rc = mdb_get(txn_, meta_, &k, &v);
+        if (rc != 0 && rc != MDB_NOTFOUND) return rc;
+        const uint32_t schema = rc == 0 && v.mv_size == sizeof(uint32_t)
+                                    ? load_le<uint32_t>(static_cast<const unsigned char *>(v.mv_data))
+                                    : 0;
+        if (schema < KA_SCHEMA_VERSION_MIN_READ || schema > KA_SCHEMA_VERSION) {
+            schema_ = 0;
+            schema_problem_ = schema == 0 ? ~uint32_t{0} : schema;
+            return 0;
+        }
+        Table *needed[] = {schema >= 3 ? &key_records_ : &keys_by_hash_, schema >= 2 ? &key_slots_ : nullptr};
+        bool opened = false;
+        for (Table *t : needed) {
+            if (t == nullptr || t->open) continue;
+            // once for each database in the life of this handle
+            if ((rc = open_table(*t)) != 0) return rc;
+            opened = true;
+        }
+        if (!opened || attempt == 2) {
+            schema_ = schema;
+            schema_problem_ = 0;
+            return 0;
+        }
+        mdb_txn_reset(txn_);
+        if ((rc = mdb_txn_renew(txn_)) != 0) return rc;
+    }
+}
+
+bool EdgeStore::read_layout(Snapshot::KeyLookup &out) noexcept {
+    if (layout_generation_ == generation_) return true;
+    if (schema_problem_ != 0) {
+        out.rc = MDB_INCOMPATIBLE;
+        out.where = KA_DB_META;
+        out.problem = "has no schema_version this build reads";
+        out.version = schema_problem_;
+        return false;
+    }
+    Table &records = schema_ >= 3 ? key_records_ : keys_by_hash_;
+    if (!records.open || (schema_ >= 2 && !key_slots_.open)) {
+        out.rc = MDB_BAD_DBI;
+        out.where = !records.open ? records.name : key_slots_.name;
+        return false;
+    }
+    if (schema_ >= 2) {
+        MDB_val hk{sizeof(KA_KEY_SLOTS_HEADER_KEY) - 1, const_cast<char *>(KA_KEY_SLOTS_HEADER_KEY)};
+        MDB_val hv{};
+        const int rc = mdb_get(txn_, key_slots_.dbi, &hk, &hv);
         if (rc != 0 && rc != MDB_NOTFOUND) {
             out.rc = rc;
-            return nullptr;
+            return false;
         }
-        header_status_ = rc == 0 ? decode_key_slots_header(v.mv_data, v.mv_size, header_)
-                                 : DecodeStatus::kCorrupt;
-        header_generation_ = generation_;
+        const DecodeStatus st = rc == 0 ? decode_key_slots_header(hv.mv_data, hv.mv_size, header_)
+                                        : DecodeStatus::kCorrupt;
+        // schema 3 has one key a slot and slots naming their key id (v2)
+        const uint16_t expected = schema_ >= 3 ? KA_KEY_SLOTS_V2 : KA_KEY_SLOTS_V1;
+        if (st != DecodeStatus::kOk || header_.version != expected) {
+            out.rc = MDB_CORRUPTED;
+            out.version = header_.version;
+            out.problem = st == DecodeStatus::kCorrupt ? "has a missing or corrupt header"
+                          : st == DecodeStatus::kUnknownVersion ? "has an unknown layout version"
+                                                                : "has a layout its schema does not have";
+            return false;
+        }
     }
-    if (header_status_ == DecodeStatus::kOk) return &header_;
-    out.rc = MDB_CORRUPTED;
-    out.version = header_.version;
-    out.problem = header_status_ == DecodeStatus::kUnknownVersion ? "has an unknown layout version"
-                                                                  : "has a missing or corrupt header";
-    return nullptr;
+    layout_generation_ = generation_;
+    return true;
 }
 
 const unsigned char *EdgeStore::slots_chunk(uint64_t n) noexcept {
@@ -300,18 +374,17 @@ const unsigned char *EdgeStore::slots_chunk(uint64_t n) noexcept {
     chunk_key(n, key);
     MDB_val k{sizeof key, key};
     MDB_val v{};
-    if (mdb_get(txn_, key_slots_, &k, &v) != 0 || v.mv_size != header_.chunk_bytes()) return nullptr;
+    if (mdb_get(txn_, key_slots_.dbi, &k, &v) != 0 || v.mv_size != header_.chunk_bytes()) return nullptr;
     ref = ChunkRef{generation_, n, static_cast<const unsigned char *>(v.mv_data)};
     return ref.bytes;
 }
 
 EdgeStore::Snapshot::KeyLookup EdgeStore::Snapshot::find_key(const unsigned char *hash) noexcept {
     KeyLookup out;
-    if (store_.has_key_slots_) {
-        const KeySlotsHeader *h = store_.slots_header(out);
-        if (h == nullptr) return out;
+    if (!store_.read_layout(out)) return out;
+    if (store_.schema_ >= 2) {
         const unsigned char *slot = nullptr;
-        switch (find_key_slot(*h, hash, [this](uint64_t n) { return store_.slots_chunk(n); }, slot)) {
+        switch (find_key_slot(store_.header_, hash, [this](uint64_t n) { return store_.slots_chunk(n); }, slot)) {
         case SlotFind::kAbsent:
             out.rc = MDB_NOTFOUND;
             return out;
@@ -325,8 +398,19 @@ EdgeStore::Snapshot::KeyLookup EdgeStore::Snapshot::find_key(const unsigned char
         case SlotFind::kInRecord:
             break;
         }
+        if (store_.schema_ >= 3) {
+            // the record of the slot's key, if its whole hash is this one
+            std::string_view value;
+            out.where = KA_DB_KEY_RECORDS;
+            out.rc = get(store_.key_records_.dbi, slot_key_id(slot), KA_ID_LEN, value);
+            if (out.rc == 0 && (value.size() < KA_HASH_LEN || std::memcmp(value.data(), hash, KA_HASH_LEN) != 0))
+                out.rc = MDB_NOTFOUND;
+            if (out.rc == 0) out.record = value.substr(KA_HASH_LEN);
+            return out;
+        }
     }
-    out.rc = get(store_.keys_by_hash_, hash, KA_HASH_LEN, out.record);
+    out.where = KA_DB_KEYS_BY_HASH;
+    out.rc = get(store_.keys_by_hash_.dbi, hash, KA_HASH_LEN, out.record);
     return out;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "key_slots.h"
+#include "keyauth_schema.h"
 
 namespace keyauth {
 
@@ -65,15 +66,19 @@ public:
         int get(MDB_dbi dbi, const void *key, size_t len, std::string_view &value) noexcept;
 
         // The key of this SHA-256 digest: through key_slots in a store of
-        // schema 2 (one or two cache lines at any size; a slot that holds
-        // the key is returned as is), else, or for a key whose fields do not
-        // fit a slot, its keys_by_hash record.
+        // schema 2 or 3 (one or two cache lines at any size; a slot that
+        // holds the key is returned as is); for a key whose fields do not
+        // fit a slot, its record (schema 3: key_records by the slot's key
+        // id, the whole hash compared; else keys_by_hash by the hash). The
+        // layout is read again with every new snapshot, so a store upgraded
+        // under an open handle is read as it now is.
         struct KeyLookup {
             int rc = 0;                           // 0, MDB_NOTFOUND, or an LMDB error
             const unsigned char *slot = nullptr;  // found in an INLINE slot
-            std::string_view record;              // found in keys_by_hash
-            const char *problem = nullptr;        // key_slots unreadable: why
-            unsigned version = 0;                 // of an unknown key_slots layout
+            std::string_view record;              // found in key_records or keys_by_hash
+            const char *where = KA_DB_KEY_SLOTS;  // the database of an error or problem
+            const char *problem = nullptr;        // the layout cannot be read: why
+            unsigned version = 0;                 // of an unknown layout or schema
         };
         KeyLookup find_key(const unsigned char *hash) noexcept;
         // Calls fn(key, value) for every entry in key order; stops when fn
@@ -104,12 +109,11 @@ public:
         EdgeStore &store_;
     };
 
-    MDB_dbi keys_by_hash() const noexcept { return keys_by_hash_; }
     MDB_dbi accounts() const noexcept { return accounts_; }
     MDB_dbi plans() const noexcept { return plans_; }
     MDB_dbi meta() const noexcept { return meta_; }
-    // True for a store of schema 2, read through key_slots.
-    bool has_key_slots() const noexcept { return has_key_slots_; }
+    // The schema version the store had when it was opened.
+    uint32_t schema_at_open() const noexcept { return schema_at_open_; }
 
     // Resets the read transaction if no snapshot was begun since the last
     // call: called once every half second by an idle-worker timer, it lets
@@ -123,10 +127,25 @@ private:
     int open_env(const std::string &path, std::string &err);
     int begin() noexcept;
     bool newest() const noexcept;
-    // key_slots' header and chunks as this snapshot has them, read once per
-    // snapshot; chunk pointers point into the map and live as long as it.
-    const KeySlotsHeader *slots_header(Snapshot::KeyLookup &problem) noexcept;
+    // Reads the new snapshot's schema version, and opens the key databases
+    // of that schema this handle has not needed before (a store upgraded
+    // since it was opened): a transaction only sees databases opened before
+    // it began, so the snapshot is then begun again. 0 or an LMDB error;
+    // a schema it cannot read is kept in schema_problem_ for find_key.
+    int adopt_schema() noexcept;
+    // key_slots' header as this snapshot has it, read once per snapshot;
+    // false, with out saying why, when the layout cannot be read. Chunk
+    // pointers point into the map and live as long as it.
+    bool read_layout(Snapshot::KeyLookup &out) noexcept;
     const unsigned char *slots_chunk(uint64_t n) noexcept;
+    struct Table {
+        const char *name;
+        MDB_dbi dbi = 0;
+        bool open = false;
+    };
+    // Opens a database in a read transaction of its own, whose commit keeps
+    // the handle for the environment. 0 or an LMDB error.
+    int open_table(Table &table) noexcept;
 
     MDB_env *env_ = nullptr;
     MDB_txn *txn_ = nullptr;  // reset between requests
@@ -136,16 +155,18 @@ private:
     bool map_lost_ = false;   // a failed remap left the environment unusable
     std::string path_;
     FileId data_id_, lock_id_;  // of the files opened; lock_id_ 0: none
-    MDB_dbi keys_by_hash_ = 0;
     MDB_dbi accounts_ = 0;
     MDB_dbi plans_ = 0;
     MDB_dbi meta_ = 0;
-    MDB_dbi key_slots_ = 0;
-    bool has_key_slots_ = false;
+    Table keys_by_hash_{KA_DB_KEYS_BY_HASH};  // schema 1 and 2
+    Table key_records_{KA_DB_KEY_RECORDS};    // schema 3
+    Table key_slots_{KA_DB_KEY_SLOTS};        // schema 2 and 3
+    uint32_t schema_at_open_ = 0;
 
-    uint64_t header_generation_ = 0;  // of header_ and header_status_
+    uint32_t schema_ = 0;             // of the current snapshot
+    uint32_t schema_problem_ = 0;     // a schema version it does not read (0: none)
+    uint64_t layout_generation_ = 0;  // of header_ (0: none read)
     KeySlotsHeader header_;
-    DecodeStatus header_status_ = DecodeStatus::kCorrupt;
     struct ChunkRef {
         uint64_t generation = 0;
         uint64_t n = 0;

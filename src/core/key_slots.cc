@@ -32,7 +32,7 @@ DecodeStatus decode_key_slots_header(const void *data, size_t len, KeySlotsHeade
     const auto *p = static_cast<const unsigned char *>(data);
     if (len < 2) return DecodeStatus::kCorrupt;
     h.version = load_le<uint16_t>(p);
-    if (h.version != KA_KEY_SLOTS_V1) return DecodeStatus::kUnknownVersion;
+    if (h.version != KA_KEY_SLOTS_V1 && h.version != KA_KEY_SLOTS_V2) return DecodeStatus::kUnknownVersion;
     if (len != KA_KEY_SLOTS_HEADER_SIZE) return DecodeStatus::kCorrupt;
     const uint16_t slot_size = load_le<uint16_t>(p + offsetof(H, slot_size));
     h.chunk_slots = load_le<uint32_t>(p + offsetof(H, chunk_slots));
@@ -58,10 +58,11 @@ uint64_t home_slot(const unsigned char *hash, uint64_t capacity) noexcept {
     return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * capacity) >> 64);
 }
 
-void encode_in_record_slot(const unsigned char *hash, unsigned char *out) noexcept {
+void encode_in_record_slot(const unsigned char *hash, const unsigned char *key_id, unsigned char *out) noexcept {
     std::memset(out, 0, KA_KEY_SLOT_SIZE);
     out[offsetof(S, state)] = KA_SLOT_IN_RECORD;
     std::memcpy(out + offsetof(S, fingerprint), hash, KA_KEY_SLOT_FINGERPRINT);
+    if (key_id != nullptr) std::memcpy(out + offsetof(S, key_id), key_id, KA_ID_LEN);
 }
 
 void encode_key_slot(const unsigned char *hash, const KeyRecordView &key, unsigned char *out) noexcept {
@@ -69,7 +70,7 @@ void encode_key_slot(const unsigned char *hash, const KeyRecordView &key, unsign
     // A key with its own quota has no room inline: the edge reads its record.
     if (rolled || !key.quota.none() || key.scopes.size() > KA_KEY_SLOT_SCOPE_BYTES ||
         key.expires_ms < 0 || key.expires_ms > kMaxU48) {
-        return encode_in_record_slot(hash, out);
+        return encode_in_record_slot(hash, key.key_id, out);
     }
     std::memset(out, 0, KA_KEY_SLOT_SIZE);
     out[offsetof(S, state)] = KA_SLOT_INLINE;

@@ -1,7 +1,7 @@
 // The hot table's layout (lmdb_schema/keyauth_schema.h, "key_slots"): its
 // header, one slot's codec, where a hash's probe starts, and the lookup the
 // edge runs. Shared by the edge, which reads it, and the writers, which keep
-// it in step with keys_by_hash (admin/lib/key_slots_writer.h). Nothing here
+// it in step with the key records (admin/lib/key_slots_writer.h). Nothing here
 // allocates or touches LMDB: chunks come through a callback, so the lookup
 // runs over LMDB's map at the edge and over plain memory in tests and fuzzers.
 #pragma once
@@ -18,7 +18,7 @@
 namespace keyauth {
 
 struct KeySlotsHeader {
-    uint16_t version = KA_KEY_SLOTS_V1;
+    uint16_t version = KA_KEY_SLOTS_V2;
     uint32_t chunk_slots = 0;
     uint64_t capacity = 0;
     uint64_t slots = 0;
@@ -42,18 +42,22 @@ DecodeStatus decode_key_slots_header(const void *data, size_t len, KeySlotsHeade
 void chunk_key(uint64_t n, unsigned char out[4]) noexcept;
 
 // The home slot of a hash: its first 8 bytes, big-endian, scaled to capacity.
-// Monotone in the hash's byte order, so keys_by_hash's order is home order.
+// Monotone in the hash's byte order, so hash order is home order.
 uint64_t home_slot(const unsigned char *hash, uint64_t capacity) noexcept;
 
 // One slot, encoded from a key's whole hash and record view: INLINE if its
 // fields fit, else IN_RECORD (scopes over the slot's room, a rolled key, an
 // expiry past u48 ms). out has KA_KEY_SLOT_SIZE bytes.
 void encode_key_slot(const unsigned char *hash, const KeyRecordView &key, unsigned char *out) noexcept;
-// A slot that sends every key of its fingerprint to keys_by_hash.
-void encode_in_record_slot(const unsigned char *hash, unsigned char *out) noexcept;
+// A slot that sends the edge to the key's record: by key_id in key_records
+// (a v2 table), or by the whole hash in keys_by_hash (v1, key_id null: a
+// fingerprint shared by several keys).
+void encode_in_record_slot(const unsigned char *hash, const unsigned char *key_id, unsigned char *out) noexcept;
 
 inline uint8_t slot_state(const unsigned char *slot) noexcept { return slot[0]; }
 inline const unsigned char *slot_fingerprint(const unsigned char *slot) noexcept { return slot + 8; }
+// The key a slot of a v2 table holds (INLINE or IN_RECORD): its key_records key.
+inline const unsigned char *slot_key_id(const unsigned char *slot) noexcept { return slot + 24; }
 
 // An INLINE slot as the record view the edge uses: ids, status, rate, expiry
 // and scopes point into the slot; created, revoked, name and prefix are not
@@ -63,7 +67,7 @@ DecodeStatus decode_key_slot(const unsigned char *slot, KeyRecordView &out) noex
 enum class SlotFind {
     kAbsent,     // no key has this hash
     kInline,     // the slot holds the key (decode_key_slot it)
-    kInRecord,   // read keys_by_hash by the whole hash
+    kInRecord,   // read the record: by slot_key_id (v2), by the whole hash (v1)
     kNoChunk,    // a chunk the header promises is missing or of the wrong size
 };
 

@@ -20,11 +20,13 @@ our $PREFIX = '/keyauth/1';
 my @TABLES = qw(keys_by_hash keys account_keys accounts console_tokens plans meta);
 my %MIRRORED_META = map { unpack('H*', $_) => 1 } qw(catalog_version fx_usd_inr);
 
-# table => { hex key => hex value } of an LMDB environment.
+# table => { hex key => hex value } of an LMDB environment. Schema 3 keeps
+# keys_by_hash (hash -> record) and keys (id -> hash) as key_records (id ->
+# hash ++ record): they are read out of it, as etcd holds them.
 sub lmdb_records {
     my ($dir) = @_;
     my %all;
-    for my $table (@TABLES) {
+    for my $table ('key_records', grep { $_ ne 'keys_by_hash' && $_ ne 'keys' } @TABLES) {
         open my $fh, '-|', 'mdb_dump', '-s', $table, $dir or die "mdb_dump: $!";
         my ($in_data, $key) = (0, undef);
         while (my $line = <$fh>) {
@@ -38,6 +40,14 @@ sub lmdb_records {
         }
         close $fh;
         $all{$table} //= {};
+    }
+    my $records = delete $all{key_records};
+    $all{keys_by_hash} = {};
+    $all{keys} = {};
+    for my $id (keys %$records) {
+        my ($hash, $record) = (substr($records->{$id}, 0, 64), substr($records->{$id}, 64));
+        $all{keys_by_hash}{$hash} = $record;
+        $all{keys}{$id} = $hash;
     }
     delete $all{meta}{$_} for grep { !$MIRRORED_META{$_} } keys %{ $all{meta} };
     return \%all;

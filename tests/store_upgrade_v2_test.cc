@@ -1,0 +1,120 @@
+// A store of schema 2 (tests/fixtures/store-v2: keys_by_hash, keys and a
+// key_slots table of layout 1, made by keyauthctl before schema 3) keeps
+// working: the edge reads it as it is, the first writer moves its keys to
+// key_records in one transaction, and an edge that had it open follows the
+// upgrade without a reload.
+#include <gtest/gtest.h>
+
+#include <lmdb.h>
+
+#include "keyauth_schema.h"
+#include "store.h"
+#include "store_fixture.h"
+#include "store_layout.h"
+
+using namespace keyauth;
+using keyauth::testing::expect_schema_three;
+using keyauth::testing::layout_of;
+
+namespace {
+
+class SchemaTwoStore : public keyauth::testing::StoreFixture {
+protected:
+    SchemaTwoStore() : StoreFixture("store-v2") {}
+    Id account{};
+
+    void SetUp() override {
+        StoreFixture::SetUp();
+        ASSERT_TRUE(parse_id(kAccountIdPrefix, fixture["account"]["id"].get<std::string>(), account));
+    }
+
+    Id key_id(const char *name) {
+        Id id{};
+        EXPECT_TRUE(parse_id(kKeyIdPrefix, fixture[name]["id"].get<std::string>(), id));
+        return id;
+    }
+
+    ka_verdict_e verdict(const std::string &secret, const char *scope = "ip:read") {
+        ka_auth_result_t r;
+        const ka_verdict_e v = edge_verdict(secret, &r, scope);
+        if (v == KA_AUTH_UNAVAILABLE) ADD_FAILURE() << "unavailable: " << r.reason;
+        return v;
+    }
+    ka_verdict_e verdict(const char *name) { return verdict(fixture[name]["secret"].get<std::string>()); }
+
+    // What every reader must say of the fixture's keys, whatever the schema.
+    void expect_the_fixture_keys() {
+        EXPECT_EQ(verdict("inlineKey"), KA_AUTH_OK);
+        EXPECT_EQ(verdict("inRecordKey"), KA_AUTH_OK);  // two scopes: read from its record
+        EXPECT_EQ(verdict(fixture["inRecordKey"]["secret"].get<std::string>(), "dns:write"), KA_AUTH_OK);
+        EXPECT_EQ(verdict("quotaKey"), KA_AUTH_OK);
+        EXPECT_EQ(verdict("successorKey"), KA_AUTH_OK);
+        EXPECT_EQ(verdict("revokedKey"), KA_AUTH_KEY_INVALID);
+        EXPECT_EQ(verdict("ka_" + std::string(38, 'A')), KA_AUTH_KEY_INVALID);  // no such key
+    }
+};
+
+TEST_F(SchemaTwoStore, TheEdgeReadsItAsItIs) {
+    EXPECT_EQ(layout_of(path).schema, 2u);
+    expect_the_fixture_keys();
+}
+
+TEST_F(SchemaTwoStore, TheFirstWriterMovesItsKeysAndAnOpenEdgeFollows) {
+    expect_the_fixture_keys();  // the edge opens schema 2
+    Id made{};
+    std::string made_secret;
+    {
+        Store store(path);  // opening is the upgrade
+        expect_schema_three(path, 6);
+
+        // the same edge, never reopened, reads schema 3 now
+        expect_the_fixture_keys();
+
+        // the Store reads every key by id, by account and by hash
+        KeyPage page = store.list_keys(account, 10, std::nullopt);
+        ASSERT_EQ(page.keys.size(), 6u);
+        EXPECT_EQ(page.keys[0].key_id, key_id("inlineKey"));
+        EXPECT_EQ(page.keys[1].scopes, (std::vector<std::string>{"ip:read", "dns:write"}));
+        ASSERT_TRUE(store.find_key(key_id("successorKey")));
+        EXPECT_EQ(store.find_key(key_id("successorKey"))->rolled_from, key_id("rolledKey"));
+        EXPECT_EQ(store.account_for_console_token(fixture["account"]["consoleToken"].get<std::string>()), account);
+
+        // writes go on: a new key, a revocation of a key moved
+        CreatedKey k = store.create_key(account, "after", {"ip:read"}, 60);
+        made = k.key.key_id;
+        made_secret = k.secret;
+        store.revoke_key(account, key_id("inRecordKey"));
+    }
+    EXPECT_EQ(verdict(made_secret), KA_AUTH_OK);
+    EXPECT_EQ(verdict("inRecordKey"), KA_AUTH_KEY_INVALID);
+    EXPECT_EQ(verdict("inlineKey"), KA_AUTH_OK);
+    expect_schema_three(path, 7);
+}
+
+TEST_F(SchemaTwoStore, AnOpenEdgeRefusesASchemaItDoesNotReadOnceItIsCommitted) {
+    expect_the_fixture_keys();
+    {
+        Store store(path);  // schema 3
+    }
+    // a writer from the future: schema 9, committed under the open edge
+    MDB_env *env = nullptr;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, KA_DB_COUNT);
+    ASSERT_EQ(mdb_env_open(env, path.c_str(), 0, 0600), 0);
+    MDB_txn *txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+    MDB_dbi meta;
+    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_META, 0, &meta), 0);
+    MDB_val k{sizeof(KA_META_SCHEMA_VERSION) - 1, const_cast<char *>(KA_META_SCHEMA_VERSION)};
+    MDB_val v{4, const_cast<char *>("\x09\0\0\0")};
+    ASSERT_EQ(mdb_put(txn, meta, &k, &v, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    ka_auth_result_t r;
+    EXPECT_EQ(edge_verdict(fixture["inlineKey"]["secret"].get<std::string>(), &r), KA_AUTH_UNAVAILABLE);
+    EXPECT_NE(std::string(r.reason).find("schema_version"), std::string::npos) << r.reason;
+    EXPECT_NE(std::string(r.reason).find("version 9"), std::string::npos) << r.reason;
+}
+
+}  // namespace
