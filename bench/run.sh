@@ -71,7 +71,7 @@ for n in $SCALE_KEYS; do
     awk -v n="$n" -v t="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" -v p="$pages" -v f="$free" -v s="$psize" 'BEGIN {
         printf "%d keys: created in ten commands in %.1f s (%.0f keys/s); %.0f bytes a key on disk (%.0f in tables, %.0f free pages)\n",
                n, t, n / t, p * s / n, (p - f) * s / n, f * s / n }' >> "$W/scale.txt"
-    echo "$n $(( pages * psize / n ))" >> "$W/store-bytes.txt"
+    awk -v n="$n" -v p="$pages" -v s="$psize" 'BEGIN { printf "%d %.0f\n", n, p * s / n }' >> "$W/store-bytes.txt"
 done
 
 # nginx's own peer: a map of 1000 static keys + limit_req keyed on the header
