@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 
 import headless_chromium
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -94,7 +95,10 @@ def roll_answer(d, key_id, answer, confirm=None):
 
 
 driver = headless_chromium.start("1400,1100")
-wait = WebDriverWait(driver, 30)
+# The page re-renders its key rows after each call: an element found in one
+# rendering may be gone when it is read, so a condition that meets a stale
+# element is tried again rather than failing (seen under make test-stress).
+wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
 try:
     driver.get(base + "/console/")
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#plan-rows tr"))
