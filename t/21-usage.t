@@ -17,14 +17,7 @@ my $key = $t->key(account => $acc->{id}, rate => 6);
 my $other = $t->key(account => $acc->{id}, rate => 6000);
 my $id = "$acc->{id} $key->{id}";
 
-$t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;", locations => <<'LOC');
-        location /v1/ip/ {
-            keyauth on;
-            keyauth_scope ip:read;
-            proxy_pass http://tool;
-        }
-        location = /status { keyauth_status; }
-LOC
+$t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;", locations => $KeyauthTest::IP_AND_STATUS);
 
 my %sent = (200 => 0, 429 => 0);
 sub send_n {

@@ -18,14 +18,7 @@ my $acc = $t->account(entitlement => 1000000);
 my @keys = map { $t->key(account => $acc->{id}, rate => 60000) } 1 .. 3;
 
 # 128m: about 1.4 million usage slots, some 340 parts a walk
-$t->start_nginx(http => "keyauth_zone keys:128m;\nkeyauth_usage_interval 1s;", locations => <<'LOC');
-        location /v1/ip/ {
-            keyauth on;
-            keyauth_scope ip:read;
-            proxy_pass http://tool;
-        }
-        location = /status { keyauth_status; }
-LOC
+$t->start_nginx(http => "keyauth_zone keys:128m;\nkeyauth_usage_interval 1s;", locations => $KeyauthTest::IP_AND_STATUS);
 
 sub counters {
     my $body = $t->request(GET => '/status')->{body};

@@ -30,14 +30,7 @@ my $acc = $a->account(entitlement => 100000);
 my $key = $a->key(account => $acc->{id}, rate => $RATE);
 my $bystander = $a->key(account => $acc->{id}, rate => $RATE);
 
-my $locations = <<'LOC';
-        location /v1/ip/ {
-            keyauth on;
-            keyauth_scope ip:read;
-            proxy_pass http://tool;
-        }
-        location = /status { keyauth_status; }
-LOC
+my $locations = $KeyauthTest::IP_AND_STATUS;
 
 sub edge {
     my ($t, $url, %o) = @_;

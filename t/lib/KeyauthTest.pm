@@ -20,6 +20,17 @@ use Scalar::Util qw(weaken);
 
 our @EXPORT_OK = qw(http_request raw_request wait_until rfc3339);
 
+# The locations most tests serve: the IP tool behind keyauth (scope ip:read),
+# and the edge's keyauth_status.
+our $IP_AND_STATUS = <<'LOC';
+        location /v1/ip/ {
+            keyauth on;
+            keyauth_scope ip:read;
+            proxy_pass http://tool;
+        }
+        location = /status { keyauth_status; }
+LOC
+
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 
 # KEYAUTH_BUILD=build/asan runs everything against the sanitizer build: nginx
