@@ -8,6 +8,8 @@
 #include <lmdb.h>
 
 #include "keyauth_schema.h"
+#include "lmdb_backend.h"
+#include "store_error.h"
 #include "store.h"
 #include "store_fixture.h"
 #include "store_layout.h"
@@ -115,6 +117,40 @@ TEST_F(SchemaTwoStore, AnOpenEdgeRefusesASchemaItDoesNotReadOnceItIsCommitted) {
     EXPECT_EQ(edge_verdict(fixture["inlineKey"]["secret"].get<std::string>(), &r), KA_AUTH_UNAVAILABLE);
     EXPECT_NE(std::string(r.reason).find("schema_version"), std::string::npos) << r.reason;
     EXPECT_NE(std::string(r.reason).find("version 9"), std::string::npos) << r.reason;
+}
+
+// A key record the upgrade cannot read (a layout from the future, written
+// behind the writers' back) stops the move with a clear error, and the store
+// stays as it was: schema 2, every table of schema 2 in place.
+TEST_F(SchemaTwoStore, AnUnreadableKeyRecordStopsTheUpgradeAndChangesNothing) {
+    {
+        MDB_env *env = nullptr;
+        ASSERT_EQ(mdb_env_create(&env), 0);
+        mdb_env_set_maxdbs(env, KA_DB_COUNT);
+        ASSERT_EQ(mdb_env_open(env, path.c_str(), 0, 0600), 0);
+        MDB_txn *txn = nullptr;
+        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+        MDB_dbi by_hash;
+        ASSERT_EQ(mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &by_hash), 0);
+        const std::string hash(KA_HASH_LEN, 'z'), record("\x63\0 layout 99", 12);
+        MDB_val k{hash.size(), const_cast<char *>(hash.data())}, v{record.size(), const_cast<char *>(record.data())};
+        ASSERT_EQ(mdb_put(txn, by_hash, &k, &v, 0), 0);
+        ASSERT_EQ(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+    }
+    try {
+        LmdbBackend store(path);
+        ADD_FAILURE() << "the upgrade went on";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kCorrupt);
+        EXPECT_NE(std::string(e.what()).find("does not decode"), std::string::npos) << e.what();
+    }
+    const auto layout = layout_of(path);
+    EXPECT_EQ(layout.schema, 2u);
+    EXPECT_EQ(layout.databases.at(KA_DB_KEYS_BY_HASH), 7u);
+    EXPECT_EQ(layout.databases.at(KA_DB_KEYS), 6u);
+    EXPECT_EQ(layout.databases.count(KA_DB_KEY_RECORDS), 0u);
+    EXPECT_EQ(verdict("inlineKey"), KA_AUTH_OK);  // the edge still reads it
 }
 
 }  // namespace
