@@ -7,6 +7,7 @@
 # request. Pieces are told apart by function (bench/pieces.awk).
 
 PROFILED=("empty_gif, no auth" "keyauth: key+scope+limit" "nginx map + limit_req"
+          "map + limit_req + headers"
           "keyauth, 1k keys, random")
 for n in $SCALE_KEYS; do PROFILED+=("keyauth, $n keys, random"); done
 PSECS=${PROFILE_SECONDS:-10}

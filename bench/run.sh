@@ -4,10 +4,11 @@
 # on their own ports; the Lua peer and each large store get an nginx of their
 # own (also pinned to CPU 0). wrk (1 thread on CPU 1, keep-alive) measures
 # each in interleaved rounds, and the nginx worker's CPU time (user + system,
-# /proc/PID/stat) over each run gives its CPU per request; the table reports
-# the median round, and each contract line of DESIGN.md its ratio per round,
-# by CPU per request and by req/s: median [min-max]. Then bench/callgrind.sh
-# counts instructions. Loopback only.
+# /proc/PID/stat) over each run gives its CPU per request (every other round
+# runs the configurations in reverse order); the table reports the median
+# round, and each contract line of DESIGN.md its ratio per round, by CPU per
+# request and by req/s: median [min-max]. Then bench/callgrind.sh counts
+# instructions. Loopback only.
 #
 # Environment: ROUNDS (5), SECONDS_PER_RUN (5), CONNECTIONS (32),
 # SCALE_KEYS ("1000000 10000000"; empty: none), CALLGRIND (1; 0 skips it),
@@ -83,7 +84,7 @@ done
 } > "$W/native-map.conf"
 
 P_RET=$(port); P_KA=$(port); P_NAT=$(port); P_AR=$(port); P_VER=$(port); P_PL=$(port); P_ST=$(port)
-P_NOLIM=$(port); P_GIF=$(port); P_LUA=$(port); P_QU=$(port)
+P_NOLIM=$(port); P_NATH=$(port); P_GIF=$(port); P_LUA=$(port); P_QU=$(port)
 mkdir -p "$W/logs" "$W/html"
 
 cat > "$W/nginx.conf" <<CONF
@@ -116,6 +117,11 @@ http {
         location / { keyauth on; keyauth_scope ip:read; empty_gif; } }
     server { listen 127.0.0.1:$P_NAT;   # nginx-native: map + limit_req
         location / { if (\$native_key = "") { return 401; }
+                     limit_req zone=native burst=1000000 nodelay; empty_gif; } }
+    server { listen 127.0.0.1:$P_NATH;  # the same, answering with keyauth's two headers
+        location / { if (\$native_key = "") { return 401; }
+                     add_header RateLimit-Policy '"per-key";q=10000000;w=60';
+                     add_header RateLimit '"per-key";r=9999999;t=1';
                      limit_req zone=native burst=1000000 nodelay; empty_gif; } }
     server { listen 127.0.0.1:$P_AR;    # auth_request to a verifier doing the same LMDB check
         location / { auth_request /_verify; empty_gif; }
@@ -210,10 +216,12 @@ NAMES=()
 add "return 200 (baseline)"       "http://127.0.0.1:$P_RET/v1/ip/8.8.8.8"
 add "empty_gif, no auth"           "http://127.0.0.1:$P_GIF/v1/ip/8.8.8.8"
 add "keyauth: key+scope+limit"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
+# nginx's own peer right after keyauth, so that the pair runs seconds apart
+add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
+add "map + limit_req + headers"   "http://127.0.0.1:$P_NATH/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "keyauth + 2 quotas"           "http://127.0.0.1:$P_QU/v1/ip/8.8.8.8"  "Authorization: Bearer $QKEY"
 add "keyauth: key+scope, no limit" "http://127.0.0.1:$P_NOLIM/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 PIDF["keyauth: key+scope, no limit"]=$W/nginx-nolim.pid
-add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "Lua peer (Kong-style)"       "http://127.0.0.1:$P_LUA/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 PIDF["Lua peer (Kong-style)"]=$W/nginx-lua.pid
 add "auth_request to verifier"    "http://127.0.0.1:$P_AR/v1/ip/8.8.8.8"  "Authorization: Bearer $KEY"
@@ -238,6 +246,8 @@ for n in "${NAMES[@]}"; do
         check "$n" "${STATUS[$n]}" "${URL[$n]}"
     fi
 done
+curl -s -o /dev/null -D - -H "Authorization: Bearer $KEY" "http://127.0.0.1:$P_NATH/" | grep -q '^RateLimit: ' \
+    || { echo "bench: map + limit_req + headers sent no RateLimit header" >&2; exit 1; }
 
 # The worker's CPU time so far, in clock ticks (utime + stime; with "user",
 # utime alone): each nginx has one worker, and only the configuration being
@@ -299,7 +309,13 @@ settle() {
 declare -A RES
 for round in $(seq "$ROUNDS"); do
     echo "round $round/$ROUNDS ..." >&2
-    for n in "${NAMES[@]}"; do settle; RES["$n"]+="$(run_wrk "$n");"; done
+    # every other round in reverse order: a drift of the machine's speed
+    # during a round weighs on both sides of each pair alike
+    order=("${NAMES[@]}")
+    if (( round % 2 == 0 )); then
+        order=(); for (( i = ${#NAMES[@]} - 1; i >= 0; i-- )); do order+=("${NAMES[$i]}"); done
+    fi
+    for n in "${order[@]}"; do settle; RES["$n"]+="$(run_wrk "$n");"; done
 done
 
 median() { tr ';' '\n' | grep . | sort -n -k1,1 | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}'; }
@@ -337,8 +353,8 @@ contract() { # measure(rps|cpu|user) label a b floor
         awk '{a[NR]=$1} END {printf "%.2f [%.2f-%.2f]", a[int((NR+1)/2)], a[1], a[NR]}')
     printf '| %-44s | %-18s | %6s | %-4s |\n' "$2" "$r" "$5" "$(verdict "$1" "${r%% *}" "$5")"
 }
-verdict() { # measure median floor: user CPU is for information, no verdict
-    [ "$1" = user ] && { echo "-"; return; }
+verdict() { # measure median floor: user CPU, and a floor of "-", are for information
+    { [ "$1" = user ] || [ "$3" = - ]; } && { echo "-"; return; }
     awk -v m="$2" -v f="$3" 'BEGIN {print (m >= f) ? "met" : "NOT"}'
 }
 # DESIGN's Lua line by CPU: keyauth adds at most half the CPU the Lua peer
@@ -359,6 +375,9 @@ K="keyauth: key+scope+limit"
 contracts() { # measure
     contract "$1" "keyauth / same location without auth"  "$K" "empty_gif, no auth" 0.95
     contract "$1" "keyauth / nginx map + limit_req"      "$K" "nginx map + limit_req" 1.0
+    # the same peer made to answer with keyauth's two RateLimit headers
+    # (add_header): how much of that line the headers SPEC asks for take
+    contract "$1" "keyauth / map + limit_req + its headers"  "$K" "map + limit_req + headers" -
     if [ "$1" != rps ]; then
         added_contract "$1" "Lua peer's added CPU / keyauth's" \
             "$K" "Lua peer (Kong-style)" "empty_gif, no auth" 2.0
