@@ -24,7 +24,15 @@ W=$(mktemp -d /tmp/keyauth-bench-XXXXXX)
 [ -n "${BENCH_KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
 CTL="$ROOT/build/keyauthctl"
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# a free loopback port, never one this run has handed out already (the
+# kernel may offer a port again once its probe socket is closed)
+port() {
+    local p
+    while :; do
+        p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+        grep -qx "$p" "$W/ports" 2>/dev/null || { echo "$p" >> "$W/ports"; echo "$p"; return; }
+    done
+}
 secret() { sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p'; }
 account() { "$CTL" --db "$1" ${2:+--map-size "$2"} --json account create --name bench --entitlement 10000000 --max-keys 100000000 | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p'; }
 
@@ -198,9 +206,10 @@ http {
 CONF
 EXTRA+=(lua)
 
+# stopped on every exit, also when one of them fails to start
+[ -n "${BENCH_KEEP:-}" ] || trap 'for c in "" "${EXTRA[@]/#/-}"; do nginx -p "$W" -c "$W/nginx$c.conf" -s stop 2>/dev/null || true; done; rm -rf "$W"' EXIT
 nginx -p "$W" -c "$W/nginx.conf" -e "$W/logs/error.log"
 for c in "${EXTRA[@]}"; do nginx -p "$W" -c "$W/nginx-$c.conf" -e "$W/logs/error-$c.log"; done
-[ -n "${BENCH_KEEP:-}" ] || trap 'for c in "" "${EXTRA[@]/#/-}"; do nginx -p "$W" -c "$W/nginx$c.conf" -s stop 2>/dev/null || true; done; rm -rf "$W"' EXIT
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$P_LUA/" && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$P_PL/api/plans" > "$W/html/plans.json"
 
