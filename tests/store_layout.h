@@ -59,6 +59,32 @@ inline StoreLayout layout_of(const std::string &path) {
     return out;
 }
 
+// Puts `value` under `key` in database `db` and commits, behind the writers'
+// back, as a writer of another build (or a hand) would: in an environment
+// open here, or in the store at `path`.
+inline void put_behind_writers(MDB_env *env, const char *db, const std::string &key, const std::string &value) {
+    MDB_txn *txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+    MDB_dbi dbi;
+    ASSERT_EQ(mdb_dbi_open(txn, db, 0, &dbi), 0);
+    MDB_val k{key.size(), const_cast<char *>(key.data())}, v{value.size(), const_cast<char *>(value.data())};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+}
+
+inline void put_behind_writers(const std::string &path, const char *db, const std::string &key,
+                               const std::string &value) {
+    MDB_env *env = nullptr;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, KA_DB_COUNT);
+    ASSERT_EQ(mdb_env_open(env, path.c_str(), 0, 0600), 0);
+    put_behind_writers(env, db, key, value);
+    mdb_env_close(env);
+}
+
+// The schema_version a writer of some future build would commit first.
+inline const std::string kSchemaNine("\x09\0\0\0", 4);
+
 // A store moved to schema 3 holding `keys` keys: no table of schema 2 left,
 // every key in key_records and account_keys, every slot as its key says.
 inline void expect_schema_three(const std::string &path, size_t keys) {

@@ -5,6 +5,8 @@
 // upgrade without a reload.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <lmdb.h>
 
 #include "keyauth_schema.h"
@@ -43,6 +45,11 @@ protected:
         return v;
     }
     ka_verdict_e verdict(const char *name) { return verdict(fixture[name]["secret"].get<std::string>()); }
+
+    // What a writer of some future build would commit first: schema 9.
+    void commit_schema_nine() {
+        keyauth::testing::put_behind_writers(path, KA_DB_META, KA_META_SCHEMA_VERSION, keyauth::testing::kSchemaNine);
+    }
 
     // What every reader must say of the fixture's keys, whatever the schema.
     void expect_the_fixture_keys() {
@@ -98,20 +105,7 @@ TEST_F(SchemaTwoStore, AnOpenEdgeRefusesASchemaItDoesNotReadOnceItIsCommitted) {
     {
         Store store(path);  // schema 3
     }
-    // a writer from the future: schema 9, committed under the open edge
-    MDB_env *env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, KA_DB_COUNT);
-    ASSERT_EQ(mdb_env_open(env, path.c_str(), 0, 0600), 0);
-    MDB_txn *txn = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-    MDB_dbi meta;
-    ASSERT_EQ(mdb_dbi_open(txn, KA_DB_META, 0, &meta), 0);
-    MDB_val k{sizeof(KA_META_SCHEMA_VERSION) - 1, const_cast<char *>(KA_META_SCHEMA_VERSION)};
-    MDB_val v{4, const_cast<char *>("\x09\0\0\0")};
-    ASSERT_EQ(mdb_put(txn, meta, &k, &v, 0), 0);
-    ASSERT_EQ(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
+    commit_schema_nine();  // under the open edge
 
     ka_auth_result_t r;
     EXPECT_EQ(edge_verdict(fixture["inlineKey"]["secret"].get<std::string>(), &r), KA_AUTH_UNAVAILABLE);
@@ -119,25 +113,45 @@ TEST_F(SchemaTwoStore, AnOpenEdgeRefusesASchemaItDoesNotReadOnceItIsCommitted) {
     EXPECT_NE(std::string(r.reason).find("version 9"), std::string::npos) << r.reason;
 }
 
+// A writer that opened the store before a newer build moved it on (as this
+// build moves 2 to 3 in place) refuses every transaction it begins after, its
+// reads too, naming what to do, and writes nothing: it would read keys as
+// missing (a revocation answered "no such key", the key left working) and
+// write tables the newer schema may no longer read.
+TEST_F(SchemaTwoStore, AWriterOpenWhenANewerOneMovesTheStoreOnRefusesItsTransactions) {
+    Store store(path);         // keyauthd's and keyauthctl's way in
+    LmdbBackend mirror(path);  // keyauth-syncd's
+    store.create_key(account, "before", {"ip:read"}, 60);
+    ASSERT_TRUE(mirror.write([](MDB_txn *) { return true; }));
+    commit_schema_nine();
+
+    const auto refused = [](const char *what, const std::function<void()> &call) {
+        try {
+            call();
+            ADD_FAILURE() << what << " went on at schema 9";
+        } catch (const StoreError &e) {
+            EXPECT_EQ(e.kind(), StoreError::Kind::kUnavailable) << what;
+            const std::string m = e.what();
+            EXPECT_NE(m.find("schema 9"), std::string::npos) << m;
+            EXPECT_NE(m.find("restart"), std::string::npos) << m;
+        }
+    };
+    refused("a key created", [&] { store.create_key(account, "after", {"ip:read"}, 60); });
+    refused("a key revoked", [&] { store.revoke_key(account, key_id("inlineKey")); });
+    refused("a key listed", [&] { store.list_keys(account, 10, std::nullopt); });
+    refused("syncd's batch", [&] { mirror.write([](MDB_txn *) { return true; }); });
+
+    const auto layout = layout_of(path);
+    EXPECT_EQ(layout.schema, 9u);
+    EXPECT_EQ(layout.databases.at(KA_DB_KEY_RECORDS), 7u);  // the six moved, and "before"
+}
+
 // A key record the upgrade cannot read (a layout from the future, written
 // behind the writers' back) stops the move with a clear error, and the store
 // stays as it was: schema 2, every table of schema 2 in place.
 TEST_F(SchemaTwoStore, AnUnreadableKeyRecordStopsTheUpgradeAndChangesNothing) {
-    {
-        MDB_env *env = nullptr;
-        ASSERT_EQ(mdb_env_create(&env), 0);
-        mdb_env_set_maxdbs(env, KA_DB_COUNT);
-        ASSERT_EQ(mdb_env_open(env, path.c_str(), 0, 0600), 0);
-        MDB_txn *txn = nullptr;
-        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-        MDB_dbi by_hash;
-        ASSERT_EQ(mdb_dbi_open(txn, KA_DB_KEYS_BY_HASH, 0, &by_hash), 0);
-        const std::string hash(KA_HASH_LEN, 'z'), record("\x63\0 layout 99", 12);
-        MDB_val k{hash.size(), const_cast<char *>(hash.data())}, v{record.size(), const_cast<char *>(record.data())};
-        ASSERT_EQ(mdb_put(txn, by_hash, &k, &v, 0), 0);
-        ASSERT_EQ(mdb_txn_commit(txn), 0);
-        mdb_env_close(env);
-    }
+    keyauth::testing::put_behind_writers(path, KA_DB_KEYS_BY_HASH, std::string(KA_HASH_LEN, 'z'),
+                                         std::string("\x63\0 layout 99", 12));
     try {
         LmdbBackend store(path);
         ADD_FAILURE() << "the upgrade went on";

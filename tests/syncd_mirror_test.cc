@@ -17,6 +17,7 @@
 #include "mirror.h"
 #include "record_changes.h"
 #include "store_error.h"
+#include "store_layout.h"
 #include "syncd_fixtures.h"
 #include "syncd_metrics.h"
 #include "temp_dir.h"
@@ -315,6 +316,28 @@ TEST(SyncdMirror, ARefusedBatchAppliesNothingAndKeepsTheRevision) {
         {Table::kKeysByHash, kt::test_hash(9), kt::unknown_layout_key_record()},
     };
     EXPECT_THROW(m.apply(batch, 11), StoreError);
+    EXPECT_EQ(kt::dump_env(m.env()), before);
+    EXPECT_EQ(m.mark()->revision, 10);
+}
+
+// A writer of a newer build that moved the edge's store to another schema
+// under this syncd: every batch is refused as unavailable, naming the schema,
+// with nothing written, and looking for the record to blame throws nothing.
+TEST(SyncdMirror, AStoreMovedToAnotherSchemaUnderItRefusesEveryBatch) {
+    TempDir dir;
+    Mirror m(dir.sub("db"), 0);
+    rebuild_with(m, some_records(), 10);
+    keyauth::testing::put_behind_writers(m.env(), KA_DB_META, KA_META_SCHEMA_VERSION, keyauth::testing::kSchemaNine);
+    const Dump before = kt::dump_env(m.env());
+    const std::vector<RecordChange> batch = {{Table::kPlans, "pro", kt::plan_record("pro", 99900)}};
+    try {
+        m.apply(batch, 11);
+        ADD_FAILURE() << "a batch applied at schema 9";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.kind(), StoreError::Kind::kUnavailable);
+        EXPECT_NE(std::string(e.what()).find("schema 9"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(m.refused(batch), std::nullopt);  // no record of the batch is to blame
     EXPECT_EQ(kt::dump_env(m.env()), before);
     EXPECT_EQ(m.mark()->revision, 10);
 }

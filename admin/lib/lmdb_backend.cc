@@ -178,10 +178,29 @@ void commit_unchanged(MDB_env *env, LmdbMap &map, const LmdbTables &tables) noex
     }
 }
 
+// The schema this process opened the store at, in every transaction it begins:
+// a newer writer that moved the store on while this process ran (an upgrade
+// in place, as 2 -> 3 was) leaves tables this process no longer reads or
+// writes right. Refused as unavailable, naming what to do, rather than read
+// as "no such key" or half written.
+void require_schema(MDB_txn *txn, const LmdbTables &tables, const LmdbMap &map) {
+    MDB_val k = val(KA_META_SCHEMA_VERSION), v;
+    uint32_t version = 0;
+    if (lmdb::dbi_get(txn, tables[Table::kMeta], &k, &v) && v.mv_size == 4)
+        version = load_le<uint32_t>(static_cast<unsigned char *>(v.mv_data));
+    if (version == KA_SCHEMA_VERSION) return;
+    throw StoreError(StoreError::Kind::kUnavailable, "",
+                     "the store " + map.path() + " is at schema " + std::to_string(version) +
+                         " now, not the " + std::to_string(KA_SCHEMA_VERSION) +
+                         " this process opened it at: another writer moved it on; restart this "
+                         "process with that writer's build");
+}
+
 class LmdbReader final : public TxnReader<RecordReader> {
 public:
     LmdbReader(MDB_env *env, LmdbMap &map, const LmdbTables &tables) : TxnReader(tables) {
         begin_held(map, hold_, [&] { txn_.emplace(lmdb::txn::begin(env, nullptr, MDB_RDONLY)); });
+        require_schema(txn_->handle(), tables, map);
     }
 
 private:
@@ -229,6 +248,7 @@ private:
     void begin() {
         begin_held(map_, hold_, [&] { txn_.emplace(env_, wait_limit_); });
         filled_ = map_.size();
+        require_schema(txn_->handle(), tables_, map_);
     }
 
     bool holds(const Guard &g) {
@@ -281,7 +301,7 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size)
     // The schema version is the environment's own, never a mutation's record.
     // A store of schema 1 or 2 is upgraded here, in one transaction: the edge
     // reads each, the writers of older schemas refuse the result.
-    write([&](MDB_txn *txn) {
+    write_any_schema([&](MDB_txn *txn) {
         tables_ = open_tables(txn);
         MDB_val k = val(KA_META_SCHEMA_VERSION), v;
         uint32_t version = 0;
@@ -309,6 +329,13 @@ LmdbBackend::LmdbBackend(const std::string &path, size_t map_size)
 }
 
 bool LmdbBackend::write(const std::function<bool(MDB_txn *)> &body) {
+    return write_any_schema([&](MDB_txn *txn) {
+        require_schema(txn, tables_, *map_);
+        return body(txn);
+    });
+}
+
+bool LmdbBackend::write_any_schema(const std::function<bool(MDB_txn *)> &body) {
     LmdbMap::Hold hold;
     std::optional<WriteTxn> txn;
     for (;;) {

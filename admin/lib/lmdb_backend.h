@@ -53,7 +53,10 @@ public:
     // One write transaction of `body`, committed if it returns true, else
     // aborted. A body that fills the map (MDB_MAP_FULL) is run again, in a
     // new transaction, once the map has grown: it must build all its effects
-    // in the transaction it is given. MapFullError when the map cannot grow.
+    // in the transaction it is given. MapFullError when the map cannot grow;
+    // StoreError (kUnavailable) when another writer has moved the store to
+    // another schema since it was opened here (so do read() and
+    // begin_write()).
     bool write(const std::function<bool(MDB_txn *)> &body);
 
     // LMDB gives a write transaction only the pages freed by commits before
@@ -71,6 +74,9 @@ public:
     LmdbMap &map() noexcept { return *map_; }
 
 private:
+    // write() without the schema check: the upgrade on open
+    bool write_any_schema(const std::function<bool(MDB_txn *)> &body);
+
     lmdb::env env_;
     std::unique_ptr<LmdbMap> map_;
     LmdbTables tables_;

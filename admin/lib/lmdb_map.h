@@ -35,6 +35,7 @@ public:
     using Hold = std::shared_lock<std::shared_timed_mutex>;
 
     LmdbMap(MDB_env *env, std::string path) : env_(env), path_(std::move(path)) {}
+    const std::string &path() const noexcept { return path_; }
     LmdbMap(const LmdbMap &) = delete;
     LmdbMap &operator=(const LmdbMap &) = delete;
 

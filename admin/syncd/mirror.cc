@@ -58,17 +58,21 @@ std::optional<MirrorMark> read_mark(LmdbBackend &store) {
 
 std::optional<Refusal> first_refused(LmdbBackend &store, const std::vector<RecordChange> &changes) {
     std::optional<Refusal> refusal;
-    store.write([&](MDB_txn *txn) {  // never committed; run again if it fills the map
-        refusal.reset();
-        for (size_t i = 0; i < changes.size() && !refusal; i++) {
-            try {
-                apply_records(txn, store.tables(), {changes[i]}, KeySlots::kDeferred);
-            } catch (const StoreError &e) {
-                refusal = Refusal{i, e.what()};
+    try {
+        store.write([&](MDB_txn *txn) {  // never committed; run again if it fills the map
+            refusal.reset();
+            for (size_t i = 0; i < changes.size() && !refusal; i++) {
+                try {
+                    apply_records(txn, store.tables(), {changes[i]}, KeySlots::kDeferred);
+                } catch (const StoreError &e) {
+                    refusal = Refusal{i, e.what()};
+                }
             }
-        }
-        return false;
-    });
+            return false;
+        });
+    } catch (const StoreError &) {
+        return std::nullopt;  // the store itself refuses (its schema moved on): no record to blame
+    }
     return refusal;
 }
 
