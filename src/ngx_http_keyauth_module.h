@@ -111,9 +111,10 @@ typedef struct {
     uint64_t                  cost;
     ngx_str_t                *cost_header;
     ngx_uint_t                outcome;   /* ngx_http_keyauth_outcome_e */
-    /* set once the key was admitted: an internal redirect (error_page,
-     * try_files) authenticates again for the new location's scopes but
-     * does not charge again */
+    /* set once the call was let through (and charged): an internal
+     * redirect (error_page, try_files) authenticates again for the new
+     * location's scopes but does not charge again; a refused call is
+     * checked again wherever its refusal is redirected */
     unsigned                  admitted:1;
     unsigned                  rate_checked:1;
     unsigned                  quota_checked:1;

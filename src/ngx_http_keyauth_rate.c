@@ -169,7 +169,6 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     ngx_table_elt_t          *h;
     ngx_http_keyauth_zone_t  *zone;
 
-    ctx->admitted = 1;
     ctx->outcome = NGX_HTTP_KEYAUTH_OK;
 
     if (kmcf->shm_zone != NULL) {
@@ -187,7 +186,9 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     }
 
     if (kmcf->shm_zone == NULL) {
-        return ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms);
+        rc = ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms);
+        ctx->admitted = (rc == NGX_OK);
+        return rc;
     }
 
     ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
@@ -225,6 +226,10 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
     }
 
     if (ctx->rate.allowed) {
+        /* only a call let through: a refusal that turns into an internal
+         * redirect (error_page of the 400 a broken body gives) is checked
+         * again there, not let through uncharged */
+        ctx->admitted = 1;
         return NGX_OK;
     }
 

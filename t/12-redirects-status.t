@@ -40,6 +40,19 @@ $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => <<'LOC');
             proxy_set_header X-Account-Id $keyauth_account_id;
             proxy_pass http://tool;
         }
+        location /v1/err/ {
+            keyauth on;
+            keyauth_scope ip:read;
+            error_page 400 = @after_error;
+            proxy_set_header X-Account-Id $keyauth_account_id;
+            proxy_pass http://tool;
+        }
+        location @after_error {
+            keyauth on;
+            keyauth_scope ip:read;
+            proxy_set_header X-Account-Id $keyauth_account_id;
+            proxy_pass http://tool;
+        }
         location = /keyauth/status { keyauth_status; }
 LOC
 
@@ -80,6 +93,23 @@ subtest 'keyauth_status' => sub {
     like $res->{body}, qr/^keyauth_rate_zone_busy_evictions_total 0$/m, 'no evictions';
     unlike $res->{body}, qr/ka_|kac_/, 'no secrets';
     is $t->request(POST => '/keyauth/status', \'x')->{status}, 405, 'POST: 405';
+};
+
+# Found by review: a refusal that could not be sent (its request body would
+# not discard: a broken chunk) became a 400 that error_page redirected, and
+# the redirect found the key "admitted" and let it through uncharged. Only a
+# call let through is admitted now; a refused one is checked again.
+subtest 'a refusal turned into an error_page redirect does not let the key through' => sub {
+    my $k = $t->key(account => $acc->{id}, rate => 1);
+    is $t->request(GET => '/v1/err/x', "Authorization: Bearer $k->{secret}")->{status}, 200,
+        'its one request a minute';
+    my $res = KeyauthTest::raw_request($t->port,
+        "POST /v1/err/x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer $k->{secret}\r\n"
+        . "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n");
+    isnt $res->{status}, 200, "over its rate, with a broken body: refused ($res->{status})";
+    unlike $res->{body}, qr/account=/, 'the upstream never saw it';
+    is $t->request(GET => '/v1/err/x', "Authorization: Bearer $k->{secret}")->{status}, 429,
+        'and still over its rate';
 };
 
 # Found by review: the variables and the RateLimit headers lost the key's
