@@ -291,7 +291,9 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
 
     case KA_AUTH_OK:
         if (ctx->admitted) {
-            /* charged before an internal redirect: once is enough */
+            /* charged before an internal redirect: once is enough, at the
+             * cost of the location that admitted the call */
+            ngx_http_keyauth_quota_redirected(r, ctx);
             return NGX_OK;
         }
 

@@ -110,6 +110,9 @@ typedef struct {
      * filter, which may run in another location */
     uint64_t                  cost;
     ngx_str_t                *cost_header;
+    /* the cost header of a location an admitted call was redirected into:
+     * never sent, never charged */
+    ngx_str_t                *strip_header;
     ngx_uint_t                outcome;   /* ngx_http_keyauth_outcome_e */
     /* set once the call was let through (and charged): an internal
      * redirect (error_page, try_files) authenticates again for the new

@@ -356,23 +356,17 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
 }
 
 
-void
-ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
-    ngx_http_keyauth_ctx_t *ctx)
+/* Removes every header of the answer named `name`; the first one's value, or
+ * NULL if there was none. */
+static ngx_str_t *
+ngx_http_keyauth_remove_header(ngx_http_request_t *r, ngx_str_t *name)
 {
-    int64_t                        cost, now_ms;
-    ngx_str_t                     *name, *found;
-    ngx_uint_t                     i;
-    ngx_time_t                    *tp;
-    ngx_list_part_t               *part;
-    ngx_table_elt_t               *h;
-    ngx_http_keyauth_main_conf_t  *kmcf;
+    ngx_str_t        *found;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
 
-    ctx->quota_pending = 0;
-    name = ctx->cost_header;
     found = NULL;
-
-    /* the first of the header's values counts; none reaches the client */
     part = &r->headers_out.headers.part;
     h = part->elts;
 
@@ -400,6 +394,48 @@ ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
             found = &h[i].value;
         }
     }
+
+    return found;
+}
+
+
+void
+ngx_http_keyauth_quota_redirected(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    ngx_http_keyauth_loc_conf_t  *klcf;
+
+    klcf = ngx_http_get_module_loc_conf(r, ngx_http_keyauth_module);
+
+    if (klcf->cost_header.len) {
+        ctx->strip_header = &klcf->cost_header;
+    }
+}
+
+
+void
+ngx_http_keyauth_quota_strip(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    (void) ngx_http_keyauth_remove_header(r, ctx->strip_header);
+    ctx->strip_header = NULL;
+}
+
+
+void
+ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    int64_t                        cost, now_ms;
+    ngx_str_t                     *name, *found;
+    ngx_time_t                    *tp;
+    ngx_http_keyauth_main_conf_t  *kmcf;
+
+    ctx->quota_pending = 0;
+    name = ctx->cost_header;
+
+    /* the first of the header's values counts; none reaches the client */
+    found = ngx_http_keyauth_remove_header(r, name);
 
     cost = found ? ka_quota_parse_cost((const char *) found->data, found->len)
                  : -1;

@@ -39,6 +39,16 @@ ngx_int_t ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
 void ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx);
 
+/* An admitted call redirected into this location: its cost stays the one of
+ * the location that admitted it, but a cost header this location names is
+ * still stripped from the answer (ngx_http_keyauth_quota_strip). */
+void ngx_http_keyauth_quota_redirected(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx);
+
+/* The header filter's: removes that header, charging nothing. */
+void ngx_http_keyauth_quota_strip(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx);
+
 /* The lowest balance of the quotas in force (may be negative); 0 if none. */
 ngx_int_t ngx_http_keyauth_quota_remaining(ngx_http_keyauth_ctx_t *ctx,
     int64_t *remaining);

@@ -353,6 +353,10 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         ngx_http_keyauth_quota_settle(r, ctx);
     }
 
+    if (ctx->strip_header) {
+        ngx_http_keyauth_quota_strip(r, ctx);
+    }
+
     if (!(ctx->rate_checked || ctx->quota_checked)) {
         return ngx_http_next_header_filter(r);
     }

@@ -46,6 +46,19 @@ my $LOCATIONS = <<'LOC';
             add_header X-Units $arg_u;
             return 200 "counted\n";
         }
+        # admitted at 5 units, then redirected into a metered location
+        location /five-then-metered/ {
+            keyauth on;
+            keyauth_cost 5;
+            add_header X-Left $keyauth_quota_remaining always;
+            try_files /nonexistent @metered;
+        }
+        location @metered {
+            keyauth on;
+            keyauth_cost_header X-Units;
+            add_header X-Left $keyauth_quota_remaining always;
+            proxy_pass http://127.0.0.1:$server_port/units/$is_args$args;
+        }
         location = /status {
             keyauth_status;
         }
@@ -221,6 +234,22 @@ subtest 'keyauth_cost and keyauth_cost_header charge what they say' => sub {
         'keyauth_status counts the quota_exceeded outcome';
     # 1 + 5 + 7 + 0 + 1 + 1 + 1 + 1 + 90 charged; the free calls nothing
     like $status, qr/^keyauth_quota_units_charged_total 107$/m, '... and every unit charged';
+};
+
+# Found by review: the cost header of a location an admitted call was
+# redirected into reached the client. The location that admits a call sets
+# its cost; the cost header of one it is redirected into is still stripped.
+subtest 'a call redirected after its admission: charged once, as admitted, and no cost header sent' => sub {
+    my $t = KeyauthTest->new;
+    my $acc = $t->account;
+    $t->ctl('account', 'update', $acc->{id}, '--quota', '100/day');
+    my $key = $t->key(account => $acc->{id});
+    $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => $LOCATIONS);
+    my $res = $t->request(GET => '/five-then-metered/?u=7', "Authorization: Bearer $key->{secret}");
+    is $res->{status}, 200, 'served by the metered location';
+    like $res->{body}, qr/counted/, '... from its upstream';
+    is h($res, 'X-Left'), 95, 'charged the 5 units of the location that admitted it, once';
+    ok !defined h($res, 'X-Units'), 'and X-Units never reaches the client';
 };
 
 subtest 'a one-time key (total quota of 1), and a zone too small refills nothing' => sub {
