@@ -234,13 +234,9 @@ ka_edge_t *ka_edge_open(const char *path, char *err, size_t err_len) {
 void ka_edge_close(ka_edge_t *edge) { delete edge; }
 
 int ka_edge_stale(ka_edge_t *edge, char *why, size_t why_len) {
-    try {
-        std::string reason;
-        if (!edge->store->stale(reason)) return 0;
-        snprintf(why, why_len, "%s", reason.c_str());
-    } catch (...) {
-        snprintf(why, why_len, "out of memory while checking the store");
-    }
+    const char *reason = edge->store->stale();
+    if (reason == nullptr) return 0;
+    snprintf(why, why_len, "%s", reason);
     return 1;
 }
 

@@ -51,6 +51,9 @@ ka_shared_t *ka_shared_create(ka_str_t stream, ka_str_t user, ka_str_t password,
     } catch (const std::exception &e) {
         say(err, err_len, e.what());
         return nullptr;
+    } catch (...) {
+        say(err, err_len, "cannot set up the shared limits");
+        return nullptr;
     }
 }
 
@@ -66,10 +69,12 @@ int ka_shared_begin(ka_shared_t *x, void *rate_table, const char **req, size_t *
         *len = x->exchange->request().size();
         return 0;
     } catch (const std::exception &e) {
-        say(err, err_len, std::string("cannot make the exchange: ") + e.what());
-        x->exchange->reset();
-        return -1;
+        say(err, err_len, "cannot make the exchange: ", e.what());
+    } catch (...) {
+        say(err, err_len, "cannot make the exchange");
     }
+    x->exchange->reset();
+    return -1;
 }
 
 int ka_shared_feed(ka_shared_t *x, const char *data, size_t len, char *err, size_t err_len) {
@@ -85,7 +90,9 @@ int ka_shared_feed(ka_shared_t *x, const char *data, size_t len, char *err, size
         }
         say(err, err_len, why);
     } catch (const std::exception &e) {
-        say(err, err_len, std::string("cannot read Redis's answer: ") + e.what());
+        say(err, err_len, "cannot read Redis's answer: ", e.what());
+    } catch (...) {
+        say(err, err_len, "cannot read Redis's answer");
     }
     x->exchange->reset();
     return -1;
@@ -112,7 +119,9 @@ int ka_shared_finish(ka_shared_t *x, void *rate_table, uint64_t now_ns, const ka
         }
         say(err, err_len, why);
     } catch (const std::exception &e) {
-        say(err, err_len, std::string("cannot fold Redis's answer: ") + e.what());
+        say(err, err_len, "cannot fold Redis's answer: ", e.what());
+    } catch (...) {
+        say(err, err_len, "cannot fold Redis's answer");
     }
     x->exchange->reset();
     return -1;

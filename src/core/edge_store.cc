@@ -143,6 +143,8 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
     int dead = 0;
     mdb_reader_check(s->env_, &dead);
     s->path_ = path;
+    s->data_path_ = path + "/data.mdb";
+    s->lock_path_ = path + "/lock.mdb";
 
     MDB_txn *txn = nullptr;
     bool map_failed = false;
@@ -207,21 +209,13 @@ std::unique_ptr<EdgeStore> EdgeStore::open(const std::string &path, std::string 
     return s;
 }
 
-bool EdgeStore::stale(std::string &why) const noexcept {
-    if (map_lost_) {
-        why = "the map could not be grown to the store's new size";
-        return true;
-    }
+const char *EdgeStore::stale() const noexcept {
+    if (map_lost_) return "the map could not be grown to the store's new size";
     FileId d, l;
-    if (!file_id(path_ + "/data.mdb", d) || !(d == data_id_)) {
-        why = "data.mdb was replaced or removed";
-        return true;
-    }
-    if (lock_id_.ino != 0 && (!file_id(path_ + "/lock.mdb", l) || !(l == lock_id_))) {
-        why = "lock.mdb was replaced or removed";
-        return true;
-    }
-    return false;
+    if (!file_id(data_path_, d) || !(d == data_id_)) return "data.mdb was replaced or removed";
+    if (lock_id_.ino != 0 && (!file_id(lock_path_, l) || !(l == lock_id_)))
+        return "lock.mdb was replaced or removed";
+    return nullptr;
 }
 
 bool EdgeStore::newest() const noexcept {

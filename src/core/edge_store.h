@@ -37,12 +37,13 @@ public:
     // times). Linux: opens through /proc/self/fd.
     static std::unique_ptr<EdgeStore> open(const std::string &path, std::string &err);
 
-    // True, with the reason, when this handle must be closed and the store
-    // opened again: its files were replaced or removed (a store made anew at
-    // the same path, a rebuild swapped in, or a deleted lock.mdb, which would
+    // The reason, when this handle must be closed and the store opened
+    // again: its files were replaced or removed (a store made anew at the
+    // same path, a rebuild swapped in, or a deleted lock.mdb, which would
     // hide this reader from the writer), or LMDB lost the map when it tried
-    // to grow it. Two stat() calls: for a periodic check, not per request.
-    bool stale(std::string &why) const noexcept;
+    // to grow it; null while it is not. Two stat() calls: for a periodic
+    // check, not per request. Allocates nothing.
+    const char *stale() const noexcept;
 
     // Identity of a file, to tell when the store was replaced under us.
     struct FileId {
@@ -154,6 +155,7 @@ private:
     uint64_t generation_ = 0;
     bool map_lost_ = false;   // a failed remap left the environment unusable
     std::string path_;
+    std::string data_path_, lock_path_;  // made at open: stale() allocates nothing
     FileId data_id_, lock_id_;  // of the files opened; lock_id_ 0: none
     MDB_dbi accounts_ = 0;
     MDB_dbi plans_ = 0;
