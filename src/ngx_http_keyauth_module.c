@@ -715,6 +715,13 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
 
     *h = ngx_http_keyauth_handler;
 
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_keyauth_quota_log;
+
     return NGX_OK;
 }
 

@@ -422,16 +422,66 @@ ngx_http_keyauth_quota_strip(ngx_http_request_t *r,
 }
 
 
-void
-ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
-    ngx_http_keyauth_ctx_t *ctx)
+/* A metered call's units, once known: counted in usage and charged to the
+ * quotas it was admitted under. */
+static void
+ngx_http_keyauth_quota_charge_units(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx, int64_t cost)
 {
-    int64_t                        cost, now_ms;
-    ngx_str_t                     *name, *found;
+    int64_t                        now_ms;
     ngx_time_t                    *tp;
     ngx_http_keyauth_main_conf_t  *kmcf;
 
     ctx->quota_pending = 0;
+
+    tp = ngx_timeofday();
+    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
+    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
+
+    /* the call was counted when it was admitted: now its units */
+    if (cost > 0) {
+        ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_UNITS_ONLY,
+                                     (uint64_t) cost, now_ms,
+                                     ngx_http_keyauth_now_ns());
+    }
+
+    if (!ctx->quota_checked || ctx->quota.verdict != KA_QUOTA_ADMIT) {
+        return;
+    }
+
+    /* the balance may go below zero: the next call waits for the period */
+    (void) ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
+                           (uint64_t) cost, 0, now_ms);
+
+    ngx_http_keyauth_count_units(kmcf, (uint64_t) cost);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_quota_log(ngx_http_request_t *r)
+{
+    ngx_http_keyauth_ctx_t  *ctx;
+
+    ctx = ngx_http_keyauth_get_ctx(r);
+
+    /* admitted, but no answer's header ever came (the client went away
+     * first): the location's keyauth_cost, so that hanging up is no way
+     * to call for free */
+    if (ctx != NULL && ctx->quota_pending) {
+        ngx_http_keyauth_quota_charge_units(r, ctx, (int64_t) ctx->cost);
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    int64_t     cost;
+    ngx_str_t  *name, *found;
+
     name = ctx->cost_header;
 
     /* the first of the header's values counts; none reaches the client */
@@ -457,26 +507,7 @@ ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
         }
     }
 
-    tp = ngx_timeofday();
-    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
-    kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
-
-    /* the call was counted when it was admitted: now its units */
-    if (cost > 0) {
-        ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_UNITS_ONLY,
-                                     (uint64_t) cost, now_ms,
-                                     ngx_http_keyauth_now_ns());
-    }
-
-    if (!ctx->quota_checked || ctx->quota.verdict != KA_QUOTA_ADMIT) {
-        return;
-    }
-
-    /* the balance may go below zero: the next call waits for the period */
-    (void) ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
-                           (uint64_t) cost, 0, now_ms);
-
-    ngx_http_keyauth_count_units(kmcf, (uint64_t) cost);
+    ngx_http_keyauth_quota_charge_units(r, ctx, cost);
 }
 
 

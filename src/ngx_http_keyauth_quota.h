@@ -39,6 +39,10 @@ ngx_int_t ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
 void ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx);
 
+/* The log phase's: a metered call whose answer never came (the client hung
+ * up first) is charged the location's keyauth_cost. */
+ngx_int_t ngx_http_keyauth_quota_log(ngx_http_request_t *r);
+
 /* An admitted call redirected into this location: its cost stays the one of
  * the location that admitted it, but a cost header this location names is
  * still stripped from the answer (ngx_http_keyauth_quota_strip). */

@@ -12,6 +12,8 @@ use Test::More;
 use POSIX qw(strftime);
 use Time::HiRes qw(time sleep);
 use Time::Local qw(timegm);
+use IO::Select;
+use IO::Socket::INET;
 use KeyauthTest qw(wait_until http_request);
 
 sub h { KeyauthTest::header(@_) }
@@ -250,6 +252,41 @@ subtest 'a call redirected after its admission: charged once, as admitted, and n
     like $res->{body}, qr/counted/, '... from its upstream';
     is h($res, 'X-Left'), 95, 'charged the 5 units of the location that admitted it, once';
     ok !defined h($res, 'X-Units'), 'and X-Units never reaches the client';
+};
+
+# Found by review: a metered call is charged when its answer's header arrives;
+# a client that hung up before it came called for free. The location's
+# keyauth_cost is charged then, at the log phase.
+subtest 'a metered call whose client hangs up before the answer is charged keyauth_cost' => sub {
+    my $t = KeyauthTest->new;
+    my $acc = $t->account;
+    $t->ctl('account', 'update', $acc->{id}, '--quota', '100/day');
+    my $key = $t->key(account => $acc->{id});
+    # an upstream that takes the request and never answers
+    my $silent = IO::Socket::INET->new(Listen => 8, LocalAddr => '127.0.0.1', LocalPort => 0, ReuseAddr => 1)
+        or die "listen: $!";
+    my $port = $silent->sockport;
+    $t->start_nginx(http => 'keyauth_zone keys:1m;', locations => $LOCATIONS . <<LOC);
+        location /metered-silent/ {
+            keyauth on;
+            keyauth_cost 2;
+            keyauth_cost_header X-Units;
+            proxy_read_timeout 60s;
+            proxy_pass http://127.0.0.1:$port;
+        }
+LOC
+    my $auth = "Authorization: Bearer $key->{secret}";
+    my $left = sub { h($t->request(GET => '/free/', $auth), 'X-Left') // '' };
+    is $left->(), 100, 'nothing used';
+
+    my $client = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port) or die "connect: $!";
+    print $client "GET /metered-silent/ HTTP/1.1\r\nHost: localhost\r\n$auth\r\n\r\n";
+    ok(IO::Select->new($silent)->can_read(30), 'admitted: nginx passes the call to the upstream');
+    my $held = $silent->accept;
+    close $client;  # before any answer
+    ok wait_until(sub { $left->() eq '98' }, 30, 'the hung-up call to be charged'),
+        'the hung-up call is charged its keyauth_cost, 2';
+    close $held if $held;
 };
 
 subtest 'a one-time key (total quota of 1), and a zone too small refills nothing' => sub {
