@@ -105,7 +105,16 @@ public:
         waitpid(m.pid, nullptr, 0);
         m.pid = -1;
     }
-    void stop(int i) { signal_member(i, SIGSTOP); }
+    // Returns once every thread of the member is stopped (kill() only queues
+    // the signal: a busy machine could let an in-flight request through).
+    void stop(int i) {
+        signal_member(i, SIGSTOP);
+        if (members_[i].pid <= 0) return;
+        const std::string tasks = "/proc/" + std::to_string(members_[i].pid) + "/task";
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < deadline && !all_stopped(tasks))
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     void resume(int i) { signal_member(i, SIGCONT); }
 
     // A killed member again, on its ports and data (it rejoins the cluster).
@@ -239,6 +248,20 @@ private:
         int peer_port = 0;
         pid_t pid = -1;
     };
+
+    static bool all_stopped(const std::string &tasks) {
+        std::error_code ec;
+        for (const auto &t : std::filesystem::directory_iterator(tasks, ec)) {
+            std::ifstream f(t.path() / "stat");
+            std::string line;
+            std::getline(f, line);
+            const size_t paren = line.rfind(')');
+            if (paren == std::string::npos || paren + 2 >= line.size()) continue;  // gone
+            const char state = line[paren + 2];
+            if (state != 'T' && state != 't') return false;
+        }
+        return !ec;
+    }
 
     void signal_member(int i, int sig) {
         if (members_[i].pid > 0) ::kill(members_[i].pid, sig);
