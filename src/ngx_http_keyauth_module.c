@@ -13,6 +13,7 @@
 #include "ngx_http_keyauth_log.h"
 #include "ngx_http_keyauth_plans.h"
 #include "ngx_http_keyauth_quota.h"
+#include "ngx_http_keyauth_quota_ledger.h"
 #include "ngx_http_keyauth_rate.h"
 #include "ngx_http_keyauth_scrub.h"
 #include "ngx_http_keyauth_shared.h"
@@ -94,6 +95,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
     { ngx_string("keyauth_usage_history"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_keyauth_usage_history,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("keyauth_quota_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_keyauth_quota_size,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -207,6 +215,19 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
     ngx_http_keyauth_main_conf_t  *kmcf;
 
     klcf = ngx_http_get_module_loc_conf(r, ngx_http_keyauth_module);
+
+    /* an X-Accel-Redirect answer of an admitted metered call, in whatever
+     * location it leads to: settled with the units it reported, before a
+     * proxy_pass here replaces the upstream that sent them */
+    if (r->internal && r->upstream
+        && r->upstream->headers_in.x_accel_redirect)
+    {
+        ctx = ngx_http_keyauth_get_ctx(r);
+
+        if (ctx != NULL) {
+            ngx_http_keyauth_quota_settle_redirect(r, ctx);
+        }
+    }
 
     if (!klcf->enable) {
         return NGX_DECLINED;
@@ -594,6 +615,7 @@ ngx_http_keyauth_create_main_conf(ngx_conf_t *cf)
 
     conf->usage_interval = NGX_CONF_UNSET_MSEC;
     conf->usage_days = NGX_CONF_UNSET_UINT;
+    conf->quota_size = NGX_CONF_UNSET_SIZE;
 
     return conf;
 }
@@ -685,6 +707,10 @@ ngx_http_keyauth_init(ngx_conf_t *cf)
     }
 
     if (ngx_http_keyauth_usage_conf(cf, kmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_keyauth_quota_conf(cf, kmcf) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -58,6 +58,8 @@ typedef struct {
     ngx_msec_t                usage_interval;
     ngx_uint_t                usage_days;  /* keyauth_usage_history, days */
     ngx_http_keyauth_shared_conf_t *shared; /* keyauth_shared_limits */
+    ngx_str_t                 quota_dir;   /* NUL-terminated: the ledger's */
+    size_t                    quota_size;  /* keyauth_quota_size */
 } ngx_http_keyauth_main_conf_t;
 
 
@@ -110,6 +112,8 @@ typedef struct {
      * filter, which may run in another location */
     uint64_t                  cost;
     ngx_str_t                *cost_header;
+    /* what a metered call had charged at its admission, until settled */
+    uint64_t                  reserved;
     /* the cost header of a location an admitted call was redirected into:
      * never sent, never charged */
     ngx_str_t                *strip_header;

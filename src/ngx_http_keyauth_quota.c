@@ -1,25 +1,25 @@
 #include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_quota_ledger.h"
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_usage.h"
 
 
-/* a ledger that cannot be opened is tried again this often */
-#define NGX_HTTP_KEYAUTH_QUOTA_RETRY_MSEC  1000
-/* a bad reported cost, or a failing sync, is logged at most this often */
+/* a bad reported cost, or a quota gone uncounted, is logged at most this
+ * often */
 #define NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC    60000
 
 
-static void ngx_http_keyauth_quota_open(ngx_event_t *ev);
 static ngx_int_t ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
+static ngx_str_t *ngx_http_keyauth_find_header(ngx_list_t *headers,
+    ngx_str_t *name, ngx_uint_t remove);
+static int64_t ngx_http_keyauth_parse_units(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx, ngx_str_t *found);
 
 
-/* Every worker maps the ledger of its usage directory. */
-static ka_quota_ledger_t             *ngx_http_keyauth_ledger;
-static ngx_event_t                    ngx_http_keyauth_quota_event;
 static ngx_msec_t                     ngx_http_keyauth_cost_next_log;
-static ngx_msec_t                     ngx_http_keyauth_quota_next_log;
+static ngx_msec_t                     ngx_http_keyauth_unmetered_next_log;
 
 static ngx_str_t  ngx_http_keyauth_retry_after = ngx_string("Retry-After");
 
@@ -92,97 +92,6 @@ ngx_http_keyauth_cost_header(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 ngx_int_t
-ngx_http_keyauth_quota_init_process(ngx_cycle_t *cycle)
-{
-    ngx_http_keyauth_main_conf_t  *kmcf;
-
-    if (ngx_process != NGX_PROCESS_WORKER
-        && ngx_process != NGX_PROCESS_SINGLE)
-    {
-        return NGX_OK;
-    }
-
-    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_keyauth_module);
-    if (kmcf == NULL || kmcf->db_path.data == NULL
-        || kmcf->usage_db.len == 0)
-    {
-        return NGX_OK;
-    }
-
-    ngx_http_keyauth_quota_event.handler = ngx_http_keyauth_quota_open;
-    ngx_http_keyauth_quota_event.log = cycle->log;
-    ngx_http_keyauth_quota_event.data = kmcf;
-    ngx_http_keyauth_quota_event.cancelable = 1;
-
-    /* before the first request; if it fails, a timer tries again, never a
-     * request */
-    ngx_http_keyauth_quota_open(&ngx_http_keyauth_quota_event);
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_keyauth_quota_open(ngx_event_t *ev)
-{
-    char                           err[256];
-    ngx_http_keyauth_main_conf_t  *kmcf = ev->data;
-
-    ngx_http_keyauth_ledger = ka_quota_open((const char *) kmcf->usage_db.data,
-                                            err, sizeof(err));
-    if (ngx_http_keyauth_ledger != NULL) {
-        return;
-    }
-
-    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_quota_next_log)
-        >= 0)
-    {
-        ngx_log_error(NGX_LOG_ERR, ev->log, 0,
-                      "keyauth: cannot open the quota ledger in \"%V\": %s; "
-                      "keys and accounts with a quota are refused with 503 "
-                      "until it opens", &kmcf->usage_db, err);
-        ngx_http_keyauth_quota_next_log = ngx_current_msec
-                                          + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
-    }
-
-    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
-        ngx_add_timer(ev, NGX_HTTP_KEYAUTH_QUOTA_RETRY_MSEC);
-    }
-}
-
-
-void
-ngx_http_keyauth_quota_exit_process(ngx_cycle_t *cycle)
-{
-    if (ngx_http_keyauth_ledger != NULL) {
-        ka_quota_close(ngx_http_keyauth_ledger);
-        ngx_http_keyauth_ledger = NULL;
-    }
-}
-
-
-void
-ngx_http_keyauth_quota_sync(ngx_log_t *log)
-{
-    char  err[256];
-
-    if (ngx_http_keyauth_ledger == NULL
-        || ka_quota_sync(ngx_http_keyauth_ledger, err, sizeof(err)) == 0)
-    {
-        return;
-    }
-
-    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_quota_next_log)
-        >= 0)
-    {
-        ngx_log_error(NGX_LOG_ERR, log, 0, "keyauth: %s", err);
-        ngx_http_keyauth_quota_next_log = ngx_current_msec
-                                          + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
-    }
-}
-
-
-ngx_int_t
 ngx_http_keyauth_quota_check(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms)
@@ -197,11 +106,27 @@ ngx_http_keyauth_quota_check(ngx_http_request_t *r,
     ctx->cost = klcf->cost;
     ctx->cost_header = klcf->cost_header.len ? &klcf->cost_header : NULL;
 
-    /* a metered call is admitted while a unit remains */
-    need = ctx->cost_header ? 1 : ctx->cost;
+    /* a metered call reserves its location's cost, at least a unit, until
+     * its upstream says what it used: the calls in flight never hold more
+     * than the quota has */
+    need = ctx->cost_header ? ngx_max(ctx->cost, 1) : ctx->cost;
 
-    ka_quota_check(ngx_http_keyauth_ledger, &ctx->auth, need, now_ms,
+    ka_quota_check(ngx_http_keyauth_quota_ledger(), &ctx->auth, need, now_ms,
                    &ctx->quota);
+
+    if (ctx->quota.unmetered
+        && (ngx_msec_int_t) (ngx_current_msec
+                             - ngx_http_keyauth_unmetered_next_log) >= 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "keyauth: the quota ledger has no room and cannot "
+                      "grow: a quota goes uncounted rather than refuse the "
+                      "call (keyauth_status "
+                      "keyauth_quota_ledger_no_room_total; logged once a "
+                      "minute)");
+        ngx_http_keyauth_unmetered_next_log = ngx_current_msec
+                                              + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
+    }
 
     switch (ctx->quota.verdict) {
 
@@ -238,25 +163,30 @@ ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms)
 {
+    uint64_t  cost;
+
+    /* a metered call: its reservation now, settled when the answer's
+     * header arrives (which is stripped whether or not a quota applies) */
+    cost = ctx->cost_header ? ngx_max(ctx->cost, 1) : ctx->cost;
+
+    if (ctx->quota_checked
+        && !ka_quota_charge(ngx_http_keyauth_quota_ledger(), &ctx->auth,
+                            &ctx->quota, cost, 1, now_ms))
+    {
+        return ngx_http_keyauth_quota_refuse(r, kmcf, ctx);
+    }
+
     if (ctx->cost_header) {
-        /* settled when the answer's header arrives, which is stripped
-         * whether or not a quota applies */
+        ctx->reserved = cost;
         ctx->quota_pending = 1;
         return NGX_OK;
     }
 
-    if (!ctx->quota_checked) {
-        return NGX_OK;
+    if (ctx->quota_checked) {
+        ngx_http_keyauth_count_units(kmcf, cost);
     }
 
-    if (ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
-                        ctx->cost, 1, now_ms))
-    {
-        ngx_http_keyauth_count_units(kmcf, ctx->cost);
-        return NGX_OK;
-    }
-
-    return ngx_http_keyauth_quota_refuse(r, kmcf, ctx);
+    return NGX_OK;
 }
 
 
@@ -289,7 +219,9 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
         left = (int64_t) q->units - (int64_t) q->used;
 
         if (q->period == KA_QUOTA_NONE
-            || (left > 0 && (uint64_t) left >= (ctx->cost_header ? 1 : ctx->cost)))
+            || (left > 0 && (uint64_t) left >= (ctx->cost_header
+                                                ? ngx_max(ctx->cost, 1)
+                                                : ctx->cost)))
         {
             continue;
         }
@@ -356,10 +288,12 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
 }
 
 
-/* Removes every header of the answer named `name`; the first one's value, or
- * NULL if there was none. */
+/* The first value of the headers named `name` in a list (an answer's, or
+ * an upstream's), NULL if there is none; with `remove`, every one of them
+ * is taken out of the list. */
 static ngx_str_t *
-ngx_http_keyauth_remove_header(ngx_http_request_t *r, ngx_str_t *name)
+ngx_http_keyauth_find_header(ngx_list_t *headers, ngx_str_t *name,
+    ngx_uint_t remove)
 {
     ngx_str_t        *found;
     ngx_uint_t        i;
@@ -367,7 +301,7 @@ ngx_http_keyauth_remove_header(ngx_http_request_t *r, ngx_str_t *name)
     ngx_table_elt_t  *h;
 
     found = NULL;
-    part = &r->headers_out.headers.part;
+    part = &headers->part;
     h = part->elts;
 
     for (i = 0; /* void */; i++) {
@@ -388,11 +322,15 @@ ngx_http_keyauth_remove_header(ngx_http_request_t *r, ngx_str_t *name)
             continue;
         }
 
-        h[i].hash = 0;
-
         if (found == NULL) {
             found = &h[i].value;
         }
+
+        if (!remove) {
+            break;
+        }
+
+        h[i].hash = 0;
     }
 
     return found;
@@ -417,13 +355,14 @@ void
 ngx_http_keyauth_quota_strip(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx)
 {
-    (void) ngx_http_keyauth_remove_header(r, ctx->strip_header);
+    (void) ngx_http_keyauth_find_header(&r->headers_out.headers,
+                                        ctx->strip_header, 1);
     ctx->strip_header = NULL;
 }
 
 
-/* A metered call's units, once known: counted in usage and charged to the
- * quotas it was admitted under. */
+/* A metered call's units, once known: counted in usage, and the call's
+ * reservation settled with them in the quotas it was admitted under. */
 static void
 ngx_http_keyauth_quota_charge_units(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx, int64_t cost)
@@ -450,8 +389,8 @@ ngx_http_keyauth_quota_charge_units(ngx_http_request_t *r,
     }
 
     /* the balance may go below zero: the next call waits for the period */
-    (void) ka_quota_charge(ngx_http_keyauth_ledger, &ctx->auth, &ctx->quota,
-                           (uint64_t) cost, 0, now_ms);
+    ka_quota_settle(ngx_http_keyauth_quota_ledger(), &ctx->auth, &ctx->quota,
+                    ctx->reserved, (uint64_t) cost, now_ms);
 
     ngx_http_keyauth_count_units(kmcf, (uint64_t) cost);
 }
@@ -475,39 +414,78 @@ ngx_http_keyauth_quota_log(ngx_http_request_t *r)
 }
 
 
-void
-ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
-    ngx_http_keyauth_ctx_t *ctx)
+/* The units a found cost header says, or the location's keyauth_cost when
+ * it is missing or malformed (said in the error log once a minute). */
+static int64_t
+ngx_http_keyauth_parse_units(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx, ngx_str_t *found)
 {
-    int64_t     cost;
-    ngx_str_t  *name, *found;
-
-    name = ctx->cost_header;
-
-    /* the first of the header's values counts; none reaches the client */
-    found = ngx_http_keyauth_remove_header(r, name);
+    int64_t  cost;
 
     cost = found ? ka_quota_parse_cost((const char *) found->data, found->len)
                  : -1;
 
-    if (cost < 0) {
-        cost = (int64_t) ctx->cost;
-
-        if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_cost_next_log)
-            >= 0)
-        {
-            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                          "keyauth: the upstream's answer has %s \"%V\" "
-                          "(expected units from 0 to %d); charged "
-                          "keyauth_cost %L (logged once a minute)",
-                          found ? "a malformed" : "no", name,
-                          KA_QUOTA_MAX_COST, cost);
-            ngx_http_keyauth_cost_next_log = ngx_current_msec
-                                             + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
-        }
+    if (cost >= 0) {
+        return cost;
     }
 
-    ngx_http_keyauth_quota_charge_units(r, ctx, cost);
+    cost = (int64_t) ctx->cost;
+
+    if ((ngx_msec_int_t) (ngx_current_msec - ngx_http_keyauth_cost_next_log)
+        >= 0)
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "keyauth: the upstream's answer has %s \"%V\" "
+                      "(expected units from 0 to %d); charged "
+                      "keyauth_cost %L (logged once a minute)",
+                      found ? "a malformed" : "no", ctx->cost_header,
+                      KA_QUOTA_MAX_COST, cost);
+        ngx_http_keyauth_cost_next_log = ngx_current_msec
+                                         + NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC;
+    }
+
+    return cost;
+}
+
+
+void
+ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    ngx_str_t  *found;
+
+    /* the first of the header's values counts; none reaches the client */
+    found = ngx_http_keyauth_find_header(&r->headers_out.headers,
+                                         ctx->cost_header, 1);
+
+    ngx_http_keyauth_quota_charge_units(r, ctx,
+                                        ngx_http_keyauth_parse_units(r, ctx,
+                                                                     found));
+}
+
+
+void
+ngx_http_keyauth_quota_settle_redirect(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    ngx_str_t  *found;
+
+    if (!ctx->quota_pending || r->upstream == NULL
+        || r->upstream->headers_in.x_accel_redirect == NULL)
+    {
+        return;
+    }
+
+    /* the units the admitting location's upstream reported, in the answer
+     * that redirected; whatever answers now may name the header too, and
+     * it is stripped, never charged */
+    found = ngx_http_keyauth_find_header(&r->upstream->headers_in.headers,
+                                         ctx->cost_header, 0);
+
+    ngx_http_keyauth_quota_charge_units(r, ctx,
+                                        ngx_http_keyauth_parse_units(r, ctx,
+                                                                     found));
+    ctx->strip_header = ctx->cost_header;
 }
 
 

@@ -15,12 +15,6 @@ char *ngx_http_keyauth_cost(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_keyauth_cost_header(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-ngx_int_t ngx_http_keyauth_quota_init_process(ngx_cycle_t *cycle);
-void ngx_http_keyauth_quota_exit_process(ngx_cycle_t *cycle);
-
-/* The usage collection's: the ledger's pages to disk. */
-void ngx_http_keyauth_quota_sync(ngx_log_t *log);
-
 /* Before the rate: NGX_OK to go on, or what the access handler returns
  * (429 QUOTA_EXCEEDED or 503 sent, ctx->outcome set). */
 ngx_int_t ngx_http_keyauth_quota_check(ngx_http_request_t *r,
@@ -29,14 +23,22 @@ ngx_int_t ngx_http_keyauth_quota_check(ngx_http_request_t *r,
 
 /* After the rate admitted the call: the static cost is charged (NGX_OK), or
  * the call is refused as above when another worker took the last units;
- * a metered call is left pending for the header filter. */
+ * a metered call has its reservation charged (keyauth_cost, at least 1)
+ * and is left pending for the header filter. */
 ngx_int_t ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms);
 
-/* The header filter's: charges a metered call what its upstream reported
- * and strips that header from the client's answer. */
+/* The header filter's: settles a metered call with what its upstream
+ * reported and strips that header from the client's answer. */
 void ngx_http_keyauth_quota_settle(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx);
+
+/* A pending metered call whose upstream answered with X-Accel-Redirect:
+ * settled with the units that answer reported (the access handler's, in
+ * whatever location the redirect leads to, and the header filter's); the
+ * header is then stripped from whatever answers. Nothing otherwise. */
+void ngx_http_keyauth_quota_settle_redirect(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx);
 
 /* The log phase's: a metered call whose answer never came (the client hung

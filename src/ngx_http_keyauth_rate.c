@@ -349,6 +349,10 @@ ngx_http_keyauth_rate_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
+    /* an X-Accel-Redirect whose new location ran no access phase (its
+     * `return` answered first): the units of the answer that redirected */
+    ngx_http_keyauth_quota_settle_redirect(r, ctx);
+
     if (ctx->quota_pending) {
         ngx_http_keyauth_quota_settle(r, ctx);
     }

@@ -1,5 +1,6 @@
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_json.h"
+#include "ngx_http_keyauth_quota_ledger.h"
 #include "ngx_http_keyauth_shared.h"
 #include "ngx_http_keyauth_shm.h"
 
@@ -110,7 +111,8 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
     kmcf = ngx_http_get_module_main_conf(r, ngx_http_keyauth_module);
 
     size = 512 + NGX_HTTP_KEYAUTH_OUTCOMES * (64 + NGX_ATOMIC_T_LEN)
-           + 2048 + 256 + 8 * NGX_INT64_LEN;
+           + 2048 + 256 + 8 * NGX_INT64_LEN
+           + NGX_HTTP_KEYAUTH_QUOTA_STATUS_LEN;
 
     if (kmcf->shared) {
         size += NGX_HTTP_KEYAUTH_SHARED_STATUS_LEN;
@@ -142,6 +144,8 @@ ngx_http_keyauth_status_handler(ngx_http_request_t *r)
                 "keyauth_quota_units_charged_total %uA\n",
                 stats->units_charged);
     }
+
+    p = ngx_http_keyauth_quota_status(p);
 
     zone = kmcf->shm_zone ? kmcf->shm_zone->data : NULL;
 

@@ -1,5 +1,4 @@
 #include "ngx_http_keyauth_usage.h"
-#include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_shm.h"
 
 
@@ -130,8 +129,6 @@ ngx_int_t
 ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
     ngx_http_keyauth_main_conf_t *kmcf)
 {
-    u_char  *p;
-
     if (kmcf->usage_interval == NGX_CONF_UNSET_MSEC) {
         kmcf->usage_interval = NGX_HTTP_KEYAUTH_USAGE_INTERVAL;
     }
@@ -144,15 +141,25 @@ ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
         return NGX_OK;
     }
 
+    return ngx_http_keyauth_usage_default_dir(cf, kmcf, &kmcf->usage_db);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_usage_default_dir(ngx_conf_t *cf,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_str_t *dir)
+{
+    u_char  *p;
+
     /* a sibling of the store's directory, never inside it: keyauth-syncd
      * replaces that directory wholesale when it rebuilds the store */
-    kmcf->usage_db.len = kmcf->db_path.len + sizeof(KA_USAGE_DIR_SUFFIX) - 1;
-    kmcf->usage_db.data = ngx_pnalloc(cf->pool, kmcf->usage_db.len + 1);
-    if (kmcf->usage_db.data == NULL) {
+    dir->len = kmcf->db_path.len + sizeof(KA_USAGE_DIR_SUFFIX) - 1;
+    dir->data = ngx_pnalloc(cf->pool, dir->len + 1);
+    if (dir->data == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_cpymem(kmcf->usage_db.data, kmcf->db_path.data, kmcf->db_path.len);
+    p = ngx_cpymem(dir->data, kmcf->db_path.data, kmcf->db_path.len);
     ngx_cpystrn(p, (u_char *) KA_USAGE_DIR_SUFFIX,
                 sizeof(KA_USAGE_DIR_SUFFIX));
 
@@ -268,9 +275,6 @@ ngx_http_keyauth_usage_timer(ngx_event_t *ev)
     ngx_int_t  rc;
 
     if (!ngx_http_keyauth_usage_walking) {
-        /* quotas are persisted with the usage collection */
-        ngx_http_keyauth_quota_sync(ev->log);
-
         /* the counts belong to the time the collection was due: a
          * collection due at a UTC hour takes the hour that ends there */
         ngx_http_keyauth_usage_walk_bucket_ms = ngx_http_keyauth_usage_due_ms
@@ -333,9 +337,6 @@ ngx_http_keyauth_usage_now_ms(void)
 static void
 ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
 {
-    /* quotas are persisted with the usage collection */
-    ngx_http_keyauth_quota_sync(log);
-
     ngx_http_keyauth_usage_walk_bucket_ms = bucket_ms;
     ngx_http_keyauth_usage_walk_from = 0;
 

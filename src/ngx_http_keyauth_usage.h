@@ -25,6 +25,11 @@ char *ngx_http_keyauth_usage_history(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_int_t ngx_http_keyauth_usage_conf(ngx_conf_t *cf,
     ngx_http_keyauth_main_conf_t *kmcf);
 
+/* keyauth_db's path + ".usage" into dir: the usage directory's default,
+ * and the quota ledger's home when keyauth_usage_db is off. */
+ngx_int_t ngx_http_keyauth_usage_default_dir(ngx_conf_t *cf,
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_str_t *dir);
+
 /* Counts one request of an authenticated key in keyauth_zone (atomics; the
  * zone's lock only to give a new key its slot): its outcome and the units
  * it was charged. Nothing without a zone. */

@@ -118,7 +118,7 @@ subtest 'keyauth_usage_db off and a bad interval' => sub {
                      locations => 'location /v1/ip/ { keyauth on; keyauth_scope ip:read; proxy_pass http://tool; }');
     is($t3->request(GET => '/v1/ip/1.1.1.1', "Authorization: Bearer $k3->{secret}")->{status}, 200, 'served');
     $t3->stop_nginx;  # the exit flush would have made it by now
-    ok(!-e $t3->db . '.usage', 'no usage env');
+    ok(!-e $t3->db . '.usage/data.mdb', 'no usage env (the directory holds the quota ledger alone)');
     my $conf = $t3->dir . '/bad.conf';
     open my $fh, '>', $conf or die $!;
     print $fh "load_module " . KeyauthTest::module_path() . ";\nevents {}\nhttp { keyauth_db " . $t3->db

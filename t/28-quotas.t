@@ -316,19 +316,26 @@ subtest 'a one-time key (total quota of 1), and a zone too small refills nothing
     is $get->($daily->{secret})->{status}, 429, 'the daily key is still used up';
 };
 
-subtest 'no quota ledger (keyauth_usage_db off): a key with a quota fails closed' => sub {
-    my $t = KeyauthTest->new(workers => 1);
+subtest 'keyauth_usage_db off: usage is not stored, quotas still hold (#44)' => sub {
+    my $t = KeyauthTest->new(workers => 2);
     my $acc = $t->account;
     my $plain = $t->key(account => $acc->{id});
     my $metered = $t->ctl('key', 'create', '--account', $acc->{id}, '--name', 'm', '--scope', 'ip:read',
-                          '--rate', 6000, '--quota', '10/day');
+                          '--rate', 6000, '--quota', '3/day');
     $t->start_nginx(http => "keyauth_zone keys:1m;\n    keyauth_usage_db off;", locations => $LOCATIONS);
     is $t->request(GET => '/v1/ip/8.8.8.8', "Authorization: Bearer $plain->{secret}")->{status}, 200,
         'a key without a quota works';
-    my $res = $t->request(GET => '/v1/ip/8.8.8.8', "Authorization: Bearer $metered->{secret}");
-    is $res->{status}, 503, 'a key with a quota: 503';
-    is code_of($res), 'AUTH_UNAVAILABLE', '... AUTH_UNAVAILABLE';
-    like $t->error_log, qr/no quota ledger: quotas need keyauth_usage_db/, 'the error log says why';
+    my $get = sub { $t->request(GET => '/v1/ip/8.8.8.8', "Authorization: Bearer $metered->{secret}") };
+    is $get->()->{status}, 200, "a key with a quota: unit $_ of 3" for 1 .. 3;
+    my $res = $get->();
+    is $res->{status}, 429, 'then 429 (it was 503 AUTH_UNAVAILABLE: no ledger without the usage store)';
+    is code_of($res), 'QUOTA_EXCEEDED', '... QUOTA_EXCEEDED';
+    ok -e $t->db . '.usage/quota.ledger', 'the ledger lives in the default usage directory';
+    ok !-e $t->db . '.usage/data.mdb', '... and no usage is stored there';
+    my $keys = $t->ctl('key', 'list', '--account', $acc->{id});
+    my ($k) = grep { $_->{id} eq $metered->{id} } @{ $keys->{keys} };
+    is $k->{quota}{used}, 3, 'keyauthctl reads the ledger there: 3 used';
+    unlike $t->error_log, qr/\[(error|crit|alert|emerg)\]/, 'no error in the error log';
 };
 
 subtest 'a plan gives its quota; the account overrides it; "plan" follows the plan again' => sub {

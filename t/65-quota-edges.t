@@ -56,8 +56,17 @@ my $since = time;
 ok(wait_until(sub { ($_->syncd_metric('keyauth_syncd_quota_exchanged_timestamp_seconds') // 0) > $since }, 30,
               'an exchange round'), 'syncd exchanges quota use') for @edges;
 
-# What etcd holds of a subject's use ("01" key, "02" account, and its id's
-# hex), summed over the edges.
+# The class byte a day quota's use is kept under in etcd (the ledger's slot
+# class: 0x80, the day's parity, the kind day (1), the subject: 1 key, 2
+# account), in hex.
+sub day_class {
+    my $subject = shift;
+    my $parity = int(time / 86400) % 2;
+    return sprintf '%02x', 0x80 | ($parity << 4) | (1 << 2) | $subject;
+}
+
+# What etcd holds of a subject's use (its class byte and its id's hex),
+# summed over the edges.
 sub published {
     my $subject = shift;
     my ($rc, $out) = $etcd->etcdctl('get', '--prefix', "/keyauth/1/quota/$subject/", '-w', 'json');
@@ -108,7 +117,7 @@ sub share {
 }
 
 (my $acc_hex = $acc->{id}) =~ s/^acc_//;
-my $total = share('account', $QUOTA, $key->{secret}, "02$acc_hex");
+my $total = share('account', $QUOTA, $key->{secret}, day_class(2) . $acc_hex);
 
 # a key's own quota: another account without one, a key with 100 a day
 my $acc2 = $ops->account(entitlement => 600000);
@@ -118,7 +127,7 @@ my $key2 = $ops->ctl('key', 'create', '--account', $acc2->{id}, '--name', 'credi
 my (undef, $status) = $etcd->etcdctl('endpoint', 'status', '-w', 'json');
 my ($rev) = $status =~ /"revision":(\d+)/;
 ok($_->wait_synced($rev), 'the edge has the new key') for @edges;
-my $key_total = share('key', 100, $key2->{secret}, "01$key2_hex");
+my $key_total = share('key', 100, $key2->{secret}, day_class(1) . $key2_hex);
 
 # keyauthd on etcd shows the fleet's use: the quota object of GET $path
 # (signed in with $token) once its "used" is $want

@@ -148,9 +148,9 @@ TEST(QuotaUsage, TheLedgerIsReadOnceItExistsAndMissingIsNothingUsed) {
     auto ledger = QuotaLedger::open(path, /*writable=*/true, err, 1024);
     ASSERT_TRUE(ledger) << err;
     QuotaRef ref;
-    ASSERT_TRUE(ledger->find(QuotaSubject::kKey, id.data(), now, ref));
-    uint64_t after = 0;
     const uint16_t tag = quota_period_tag(KA_QUOTA_MONTH, now);
+    ASSERT_TRUE(ledger->find(QuotaSubject::kKey, id.data(), tag, now, ref));
+    uint64_t after = 0;
     ASSERT_EQ(ledger->charge(QuotaSubject::kKey, id.data(), ref, tag, 5, 100, true, now, &after),
               QuotaLedger::Charge::kCharged);
     EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now), 5u);

@@ -45,10 +45,11 @@ struct Edge {
     // (fit: refused past `units`, counting the others' use).
     bool charge(QuotaSubject s, const Id &id, uint64_t cost, int64_t now_ms, uint64_t units = 1000) {
         QuotaRef ref;
-        if (!ledger->find(s, id.data(), now_ms, ref)) return false;
+        const uint16_t tag = quota_period_tag(KA_QUOTA_DAY, now_ms);
+        if (!ledger->find(s, id.data(), tag, now_ms, ref)) return false;
         uint64_t after = 0;
-        return ledger->charge(s, id.data(), ref, quota_period_tag(KA_QUOTA_DAY, now_ms), cost, units, true,
-                              now_ms, &after) == QuotaLedger::Charge::kCharged;
+        return ledger->charge(s, id.data(), ref, tag, cost, units, true, now_ms, &after) ==
+               QuotaLedger::Charge::kCharged;
     }
     uint64_t used(QuotaSubject s, const Id &id, int64_t now_ms) const {
         return ledger->used(s, id.data(), quota_period_tag(KA_QUOTA_DAY, now_ms));

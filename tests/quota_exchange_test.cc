@@ -25,6 +25,7 @@
 #include "syncd_metrics.h"
 #include "temp_dir.h"
 #include "usage_env.h"
+#include "usage_publisher.h"
 
 using namespace keyauth;
 using keyauth::testing::EtcdCluster;
@@ -54,14 +55,29 @@ std::map<std::string, QuotaUse> quota_keys(const EtcdCluster &etcd) {
 
 TEST(QuotaKeyspace, KeysAndValuesRoundTripAndStrangersAreRefused) {
     const unsigned char edge[KA_USAGE_EDGE_ID_LEN] = {0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xff};
-    const std::string k = etcd_quota_key(kPrefix, QuotaSubject::kAccount, id_of(0xc3), edge);
-    EXPECT_EQ(k, "/keyauth/1/quota/02c3c3c3c3c3c3c3c3c3c3c3c3/ab0102030405060708090aff");
-    EXPECT_EQ(etcd_quota_subject_prefix(kPrefix, QuotaSubject::kKey, id_of(1)),
+    // an account's month quota: class 0x80 | parity << 4 | month (2) << 2 | account (2)
+    const uint16_t month = 0x8000 | 683;  // an odd month number
+    const uint8_t cls = quota_slot_class(QuotaSubject::kAccount, month);
+    EXPECT_EQ(cls, 0x80 | 0x10 | 0x08 | 0x02);
+    const std::string k = etcd_quota_key(kPrefix, cls, id_of(0xc3), edge);
+    EXPECT_EQ(k, "/keyauth/1/quota/9ac3c3c3c3c3c3c3c3c3c3c3c3/ab0102030405060708090aff");
+    EXPECT_EQ(etcd_quota_class_prefix(kPrefix, static_cast<uint8_t>(QuotaSubject::kKey), id_of(1)),
               "/keyauth/1/quota/01010101010101010101010101");
     const std::string within = etcd_quota_prefix(kPrefix);
     QuotaKeyName n;
     ASSERT_TRUE(parse_etcd_quota_key(within, k, n));
     EXPECT_EQ(n.subject, QuotaSubject::kAccount);
+    EXPECT_EQ(n.cls, cls);
+    // an earlier build's key: the subject alone
+    ASSERT_TRUE(parse_etcd_quota_key(
+        within, etcd_quota_key(kPrefix, static_cast<uint8_t>(QuotaSubject::kKey), id_of(0xc3), edge), n));
+    EXPECT_EQ(n.subject, QuotaSubject::kKey);
+    EXPECT_EQ(n.cls, 1);
+    // a class no ledger makes: a total with a parity bit, or no kind
+    for (const uint8_t bad : {uint8_t{0x80 | 0x10 | 0x0c | 0x01}, uint8_t{0x80 | 0x01}, uint8_t{0x83}}) {
+        EXPECT_FALSE(parse_etcd_quota_key(within, etcd_quota_key(kPrefix, bad, id_of(0xc3), edge), n))
+            << int(bad);
+    }
     EXPECT_EQ(n.id, id_of(0xc3));
     EXPECT_EQ(std::memcmp(n.edge_id, edge, sizeof(edge)), 0);
     EXPECT_FALSE(parse_etcd_quota_key(within, k + "0", n));
@@ -197,6 +213,94 @@ TEST(QuotaExchange, ThePeriodsEndAndTheirKeysGo) {
     EXPECT_EQ(a.used(QuotaSubject::kKey, k7, tomorrow), 0u);
     ASSERT_TRUE(xa->exchange_once(tomorrow));
     EXPECT_EQ(a.used(QuotaSubject::kKey, k7, tomorrow), 2u);
+}
+
+// #44: a quota whose period kind changes and back keeps the fleet's use of
+// each kind: every period class of a subject has its own key in etcd (one
+// key per subject and edge held one period, and a switch overwrote it).
+TEST(QuotaExchange, AKindSwitchedAndBackKeepsTheFleetsUseOfEachKind) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    Edge a(dir.sub("a.usage")), b(dir.sub("b.usage"));
+    syncd::Metrics ma, mb;
+    std::string error;
+    auto xa = syncd::QuotaExchange::make(exchange_options(etcd, a.usage_db), ma, error);
+    auto xb = syncd::QuotaExchange::make(exchange_options(etcd, b.usage_db), mb, error);
+    ASSERT_TRUE(xa && xb) << error;
+    const int64_t now = kDecemberFirst + 3600000;
+    const Id key = id_of(5);
+    const uint16_t total = quota_period_tag(KA_QUOTA_TOTAL, now);
+    auto credits = [&](Edge &e, uint64_t n) {
+        QuotaRef ref;
+        uint64_t after;
+        ASSERT_TRUE(e.ledger->find(QuotaSubject::kKey, key.data(), total, now, ref));
+        ASSERT_EQ(e.ledger->charge(QuotaSubject::kKey, key.data(), ref, total, n, 10, true, now, &after),
+                  QuotaLedger::Charge::kCharged);
+    };
+    credits(a, 2);
+    credits(b, 1);
+    for (auto *x : {xa.get(), xb.get(), xa.get()}) ASSERT_TRUE(x->exchange_once(now));
+    EXPECT_EQ(a.ledger->used(QuotaSubject::kKey, key.data(), total), 3u);
+    // switched to a day quota: each edge charges its day
+    ASSERT_TRUE(a.charge(QuotaSubject::kKey, key, 4, now));
+    ASSERT_TRUE(b.charge(QuotaSubject::kKey, key, 1, now));
+    for (auto *x : {xa.get(), xb.get(), xa.get()}) ASSERT_TRUE(x->exchange_once(now));
+    EXPECT_EQ(a.used(QuotaSubject::kKey, key, now), 5u);
+    EXPECT_EQ(quota_keys(etcd).size(), 4u) << "a key per edge and class: total and day";
+    // and back to credits: the fleet's 3 are still used, on both edges
+    EXPECT_EQ(a.ledger->used(QuotaSubject::kKey, key.data(), total), 3u);
+    EXPECT_EQ(b.ledger->used(QuotaSubject::kKey, key.data(), total), 3u);
+    etcd::ClientOptions co;
+    co.endpoints = etcd.endpoint_list();
+    auto src = make_quota_usage_source("", co, kPrefix);
+    EXPECT_EQ(src->used(QuotaSubject::kKey, key, KA_QUOTA_TOTAL, now), 3u) << "keyauthd's view";
+    EXPECT_EQ(src->used(QuotaSubject::kKey, key, KA_QUOTA_DAY, now), 5u);
+}
+
+// An edge of an earlier build keeps its use under the subject byte alone:
+// this build counts it (a rolling upgrade loses nothing), keyauthd too, and
+// an edge that was of that build moves its own to the class key.
+TEST(QuotaExchange, AnEarlierBuildsKeysCountAndMove) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    Edge a(dir.sub("a.usage"));
+    syncd::Metrics ma;
+    std::string error;
+    auto xa = syncd::QuotaExchange::make(exchange_options(etcd, a.usage_db), ma, error);
+    ASSERT_TRUE(xa) << error;
+    const int64_t now = kDecemberFirst + 3600000;
+    const uint16_t day = quota_period_tag(KA_QUOTA_DAY, now);
+    const Id account = id_of(6);
+    etcd::ClientOptions co;
+    co.endpoints = etcd.endpoint_list();
+    auto c = etcd::Client::make(co, error);
+    ASSERT_TRUE(c) << error;
+    const unsigned char old_edge[KA_USAGE_EDGE_ID_LEN] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+    const auto legacy = static_cast<uint8_t>(QuotaSubject::kAccount);
+    etcd::PutResponse put;
+    ASSERT_TRUE(c->put(etcd::PutRequest{etcd_quota_key(kPrefix, legacy, account, old_edge),
+                                        encode_quota_use(QuotaUse{day, 7})},
+                       put)
+                    .ok());
+    // a's own key of the earlier build, and the use its ledger holds
+    unsigned char a_edge[KA_USAGE_EDGE_ID_LEN];
+    ASSERT_TRUE(syncd::read_usage_edge_id(a.usage_db, a_edge, error)) << error;
+    ASSERT_TRUE(c->put(etcd::PutRequest{etcd_quota_key(kPrefix, legacy, account, a_edge),
+                                        encode_quota_use(QuotaUse{day, 2})},
+                       put)
+                    .ok());
+    ASSERT_TRUE(a.charge(QuotaSubject::kAccount, account, 2, now));
+    ASSERT_TRUE(xa->exchange_once(now));
+    EXPECT_EQ(a.used(QuotaSubject::kAccount, account, now), 9u) << "its 2 and the earlier build's edge's 7";
+    auto src = make_quota_usage_source("", co, kPrefix);
+    EXPECT_EQ(src->used(QuotaSubject::kAccount, account, KA_QUOTA_DAY, now), 9u);
+    const auto keys = quota_keys(etcd);
+    EXPECT_EQ(keys.size(), 2u) << "a's key of the earlier build went; the other edge's stays";
+    EXPECT_EQ(keys.count(etcd_quota_key(kPrefix, legacy, account, a_edge)), 0u);
+    EXPECT_EQ(keys.count(etcd_quota_key(kPrefix, quota_slot_class(QuotaSubject::kAccount, day), account, a_edge)),
+              1u);
 }
 
 TEST(QuotaExchange, NoLedgerNoEdgeIdAndEtcdDown) {

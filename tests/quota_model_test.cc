@@ -1,8 +1,10 @@
 // Model-based test of quotas at the edge: random sequences of calls (static
-// cost, free, metered with any reported cost, refused by the rate after the
-// check), quota changes of keys and their account, and time landing on and
-// across day and month boundaries, through the C API the nginx glue calls
-// (ka_quota_check, ka_quota_charge), with several ledger handles on one file
+// cost, free, metered: admitted with their cost reserved, in flight while
+// other calls come, then settled with any reported cost; refused by the rate
+// after the check), quota changes of keys and their account (a period kind
+// changed and back finds its use), and time landing on and across day and
+// month boundaries, through the C API the nginx glue calls (ka_quota_check,
+// ka_quota_charge, ka_quota_settle), with several ledger handles on one file
 // standing for the workers. After every step the verdict and each subject's
 // use must equal a small reference model's. Seeded and replayable:
 // KEYAUTH_QUOTA_SEED=N runs one sequence, KEYAUTH_QUOTA_SEQUENCES how many.
@@ -36,26 +38,23 @@ struct Quotas {
     uint64_t units = 0;
 };
 
-// A subject's count is that of the period it was last charged in: a new
-// period, or a quota whose period changed kind (day, month, credits),
-// starts at 0; a change of units keeps it (SCHEMA.md, the quota ledger).
+// What each subject used in each period: a unit is charged once, in the
+// period it was charged in, and a quota whose period changes kind (day,
+// month, credits) and back finds the use it had in that period (#44).
 struct Model {
     Quotas key[kKeys];
     Quotas account;
-    // by subject (0..kKeys-1 keys, kKeys the account): period tag, units
-    std::map<int, std::pair<uint16_t, uint64_t>> used;
+    // by subject (0..kKeys-1 keys, kKeys the account) and period tag: units
+    std::map<std::pair<int, uint16_t>, uint64_t> used;
 
     uint64_t of(int subject, uint8_t period, int64_t now) const {
         if (period == KA_QUOTA_NONE) return 0;
-        auto it = used.find(subject);
-        return it != used.end() && it->second.first == quota_period_tag(period, now) ? it->second.second : 0;
+        auto it = used.find({subject, quota_period_tag(period, now)});
+        return it != used.end() ? it->second : 0;
     }
     void add(int subject, uint8_t period, int64_t now, uint64_t units) {
         if (period == KA_QUOTA_NONE || units == 0) return;  // nothing charged
-        auto &u = used[subject];
-        const uint16_t tag = quota_period_tag(period, now);
-        if (u.first != tag) u = {tag, 0};
-        u.second += units;
+        used[{subject, quota_period_tag(period, now)}] += units;
     }
 };
 
@@ -91,6 +90,21 @@ Quotas random_quota(std::mt19937_64 &rng, bool total_ok) {
     return q;
 }
 
+// A metered call admitted and not yet answered: what the edge reserved,
+// where, and what its upstream will report.
+struct InFlight {
+    int key;
+    int worker;
+    ka_auth_result_t auth;
+    ka_quota_result_t quota;
+    uint64_t reserved;
+    uint64_t reported;
+    // the model's: the subjects and periods the reservation went to
+    int subjects[2];
+    uint8_t periods[2];
+    int64_t admitted_at;
+};
+
 // One sequence; returns "" or what differed, with the steps so far.
 std::string run_sequence(uint64_t seed, int steps) {
     std::mt19937_64 rng(seed);
@@ -98,7 +112,7 @@ std::string run_sequence(uint64_t seed, int steps) {
     char err[256];
     std::vector<ka_quota_ledger_t *> workers;
     for (int w = 0; w < kWorkers; w++) {
-        ka_quota_ledger_t *l = ka_quota_open(dir.path().c_str(), err, sizeof err);
+        ka_quota_ledger_t *l = ka_quota_open(dir.path().c_str(), 0, err, sizeof err);
         if (l == nullptr) return std::string("ka_quota_open: ") + err;
         workers.push_back(l);
     }
@@ -110,9 +124,35 @@ std::string run_sequence(uint64_t seed, int steps) {
     int64_t now = kStart;
     std::ostringstream log;
     std::string failure;
+    std::vector<InFlight> flying;
+
+    // The answer of an in-flight call arrives: the difference between what
+    // it reported and what was reserved is charged or given back, in the
+    // periods of the reservation.
+    auto settle = [&](size_t i, int step) {
+        InFlight &f = flying[i];
+        log << step << ": answer of key " << f.key << " reports " << f.reported << " (reserved "
+            << f.reserved << ")\n";
+        ka_quota_settle(workers[f.worker], &f.auth, &f.quota, f.reserved, f.reported, now);
+        for (int j = 0; j < 2; j++) {
+            if (f.periods[j] == KA_QUOTA_NONE) continue;
+            auto &u = m.used[{f.subjects[j], quota_period_tag(f.periods[j], f.admitted_at)}];
+            if (f.reported >= f.reserved) {
+                u += f.reported - f.reserved;
+            } else {
+                const uint64_t back = f.reserved - f.reported;
+                u = u > back ? u - back : 0;
+            }
+        }
+        flying.erase(flying.begin() + static_cast<std::ptrdiff_t>(i));
+    };
+
     for (int step = 0; step < steps && failure.empty(); step++) {
         const int op = static_cast<int>(rng() % 100);
         if (op < 10) {  // time: a little, to a boundary's edge, or across it
+            // answers in flight arrive first (a slot keeps one period of a
+            // class: SCHEMA.md)
+            while (!flying.empty()) settle(0, step);
             const int how = static_cast<int>(rng() % 4);
             const uint8_t p = rng() % 2 ? KA_QUOTA_DAY : KA_QUOTA_MONTH;
             const int64_t end = quota_period_end_ms(p, now);
@@ -130,6 +170,8 @@ std::string run_sequence(uint64_t seed, int steps) {
             m.account = random_quota(rng, false);
             log << step << ": account quota " << quota_period_name(m.account.period) << " "
                 << m.account.units << "\n";
+        } else if (op < 34) {
+            if (!flying.empty()) settle(static_cast<size_t>(rng() % flying.size()), step);
         } else {  // a call
             const int k = static_cast<int>(rng() % kKeys);
             const int w = static_cast<int>(rng() % kWorkers);
@@ -137,9 +179,11 @@ std::string run_sequence(uint64_t seed, int steps) {
             const uint64_t cost = rng() % 4 == 0 ? 0 : 1 + rng() % 3;
             const uint64_t reported = rng() % 8;
             const bool rate_admits = rng() % 6 != 0;
-            const uint64_t need = metered ? 1 : cost;
-            log << step << ": call key " << k << " worker " << w << (metered ? " metered " : " cost ")
-                << (metered ? reported : cost) << (rate_admits ? "" : " (rate refuses)") << "\n";
+            // a metered call reserves its location's cost, at least a unit
+            const uint64_t need = metered ? (cost > 0 ? cost : 1) : cost;
+            log << step << ": call key " << k << " worker " << w << " cost " << cost
+                << (metered ? " metered, will report " + std::to_string(reported) : std::string())
+                << (rate_admits ? "" : " (rate refuses)") << "\n";
 
             // the model
             const Quotas *qs[2] = {&m.key[k], &m.account};
@@ -167,13 +211,16 @@ std::string run_sequence(uint64_t seed, int steps) {
                 failure = f.str();
                 break;
             }
-            if (want == KA_QUOTA_ADMIT && rate_admits) {
-                const uint64_t charge = metered ? reported : cost;
-                if (ka_quota_charge(workers[w], &a, &q, charge, metered ? 0 : 1, now) != 1) {
+            if (want == KA_QUOTA_ADMIT && rate_admits && need > 0) {
+                if (ka_quota_charge(workers[w], &a, &q, need, 1, now) != 1) {
                     failure = "a charge that fits was refused";
                     break;
                 }
-                for (int i = 0; i < 2; i++) m.add(subjects[i], qs[i]->period, now, charge);
+                for (int i = 0; i < 2; i++) m.add(subjects[i], qs[i]->period, now, need);
+                if (metered) {
+                    flying.push_back(InFlight{k, w, a, q, need, reported, {subjects[0], subjects[1]},
+                                              {qs[0]->period, qs[1]->period}, now});
+                }
             }
             for (int i = 0; i < 2; i++) {
                 const uint64_t got = ledger_used(*view, a, i, qs[i]->period, now);

@@ -34,15 +34,29 @@ std::string etcd_quota_prefix(std::string_view prefix) {
     return std::string(prefix) + "/quota/";
 }
 
-std::string etcd_quota_subject_prefix(std::string_view prefix, QuotaSubject subject, const Id &id) {
-    const unsigned char s = static_cast<unsigned char>(subject);
+std::string etcd_quota_class_prefix(std::string_view prefix, uint8_t cls, const Id &id) {
+    const unsigned char s = cls;
     return etcd_quota_prefix(prefix) + hex_encode(bytes(&s, 1)) + hex_encode(bytes(id.data(), id.size()));
 }
 
-std::string etcd_quota_key(std::string_view prefix, QuotaSubject subject, const Id &id,
+std::string etcd_quota_key(std::string_view prefix, uint8_t cls, const Id &id,
                            const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]) {
-    return etcd_quota_subject_prefix(prefix, subject, id) + "/" + hex_encode(bytes(edge_id, KA_USAGE_EDGE_ID_LEN));
+    return etcd_quota_class_prefix(prefix, cls, id) + "/" + hex_encode(bytes(edge_id, KA_USAGE_EDGE_ID_LEN));
 }
+
+namespace {
+
+// A class byte quota_slot_class can make, or a subject byte alone.
+bool class_ok(uint8_t b) {
+    const auto s = static_cast<QuotaSubject>(b & 3);
+    if (s != QuotaSubject::kKey && s != QuotaSubject::kAccount) return false;
+    if (b == (b & 3)) return true;
+    const uint8_t kind = (b >> 2) & 3;
+    const uint16_t tag = static_cast<uint16_t>(kind << 14 | ((b >> 4) & 1));
+    return kind != KA_QUOTA_NONE && quota_slot_class(s, tag) == b;
+}
+
+}  // namespace
 
 bool parse_etcd_quota_key(std::string_view quota_prefix, std::string_view etcd_key, QuotaKeyName &out) {
     constexpr size_t kSubjectHex = 2 + 2 * KA_ID_LEN, kEdgeHex = 2 * KA_USAGE_EDGE_ID_LEN;
@@ -56,9 +70,10 @@ bool parse_etcd_quota_key(std::string_view quota_prefix, std::string_view etcd_k
         !hex_decode(etcd_key.substr(quota_prefix.size() + kSubjectHex + 1), edge)) {
         return false;
     }
-    const auto s = static_cast<QuotaSubject>(static_cast<uint8_t>(subject[0]));
-    if (s != QuotaSubject::kKey && s != QuotaSubject::kAccount) return false;
-    out.subject = s;
+    const auto b = static_cast<uint8_t>(subject[0]);
+    if (!class_ok(b)) return false;
+    out.subject = static_cast<QuotaSubject>(b & 3);
+    out.cls = b;
     std::memcpy(out.id.data(), subject.data() + 1, KA_ID_LEN);
     std::memcpy(out.edge_id, edge.data(), KA_USAGE_EDGE_ID_LEN);
     return true;

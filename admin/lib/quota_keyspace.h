@@ -1,11 +1,17 @@
 // Where edges exchange quota use in etcd (many-edge mode, issue 28):
-//   "<prefix>/quota/<subject byte hex><id hex>/<edge id hex>" -> quota use v1
+//   "<prefix>/quota/<class byte hex><id hex>/<edge id hex>" -> quota use v1
 // (what that edge's nginx workers charged to the subject's quota in one
 // period: the period's tag and the units, from the edge's quota ledger,
-// src/core/quota_ledger.h). Every edge's keyauth-syncd puts its own and sums
-// the other edges' into its ledger; keyauthd sums them all. One range over
-// "<prefix>/quota/<subject><id>" holds every edge's use of one subject, one
-// over "<prefix>/quota/" the whole fleet's.
+// src/core/quota_ledger.h). The class byte is the ledger's slot class
+// (quota_slot_class: the subject, the period kind and, for days and months,
+// the parity of the period's number), so each period class of a subject has
+// a key of its own (#44: a quota switched to another kind and back finds
+// its use); a key whose byte is the subject alone (1 key, 2 account) was
+// put by an edge of an earlier build, and holds the class of its tag.
+// Every edge's keyauth-syncd puts its own and sums the other edges' into
+// its ledger; keyauthd sums them all. One range over
+// "<prefix>/quota/<class><id>" holds every edge's use of one subject in one
+// class, one over "<prefix>/quota/" the whole fleet's.
 //
 // "quota" sorts after every table name (the last mirrored one is "plans"),
 // and keyauth-syncd's watch ends before it (record_changes.h's
@@ -40,17 +46,21 @@ bool decode_quota_use(std::string_view bytes, QuotaUse &out);
 
 // "<prefix>/quota/": every quota key starts with it.
 std::string etcd_quota_prefix(std::string_view prefix);
-std::string etcd_quota_subject_prefix(std::string_view prefix, QuotaSubject subject, const Id &id);
-std::string etcd_quota_key(std::string_view prefix, QuotaSubject subject, const Id &id,
+// cls: a slot class byte (quota_slot_class), or a subject byte alone (an
+// earlier build's keys, to read them).
+std::string etcd_quota_class_prefix(std::string_view prefix, uint8_t cls, const Id &id);
+std::string etcd_quota_key(std::string_view prefix, uint8_t cls, const Id &id,
                            const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]);
 
 struct QuotaKeyName {
     QuotaSubject subject = QuotaSubject::kKey;
+    uint8_t cls = 0;  // as the key names it: a class byte, or the subject alone
     Id id{};
     unsigned char edge_id[KA_USAGE_EDGE_ID_LEN] = {};
 };
-// The subject and edge of a key under `quota_prefix` (etcd_quota_prefix's);
-// false if it is not one (an unknown subject, malformed hex, a stranger).
+// The subject, class and edge of a key under `quota_prefix`
+// (etcd_quota_prefix's); false if it is not one (an unknown subject or
+// class, malformed hex, a stranger).
 bool parse_etcd_quota_key(std::string_view quota_prefix, std::string_view etcd_key, QuotaKeyName &out);
 
 }  // namespace keyauth

@@ -1,5 +1,6 @@
 #include "quota_usage.h"
 
+#include <map>
 #include <mutex>
 
 #include "etcd_prefix_reader.h"
@@ -15,13 +16,13 @@ public:
     explicit LedgerQuotaUsage(std::string path) : path_(std::move(path)) {}
 
     uint64_t used(QuotaSubject subject, const Id &id, uint8_t period, int64_t now_ms) override {
-        const QuotaLedger *ledger = open();
+        QuotaLedger *ledger = open();
         return ledger ? ledger->used(subject, id.data(), quota_period_tag(period, now_ms)) : 0;
     }
 
 private:
     // Opened once it exists: before the edge made it, nothing was used.
-    const QuotaLedger *open() {
+    QuotaLedger *open() {
         std::lock_guard<std::mutex> lock(mu_);
         if (!ledger_) {
             std::string err;
@@ -36,8 +37,10 @@ private:
 };
 
 // Many edges: every edge's keyauth-syncd keeps its own use of the subject
-// in the current period at "<prefix>/quota/<subject><id>/<edge>"; the sum
-// over the edges, of the period asked for, is the fleet's.
+// in each period class at "<prefix>/quota/<class><id>/<edge>"; the sum over
+// the edges, of the period asked for, is the fleet's. An edge of an earlier
+// build keeps it under the subject byte alone: read too, and counted where
+// the edge has no key of the class (one put by each build is the same use).
 class EtcdQuotaUsage : public QuotaUsageSource {
 public:
     EtcdQuotaUsage(etcd::ClientOptions options, std::string prefix)
@@ -46,16 +49,24 @@ public:
     uint64_t used(QuotaSubject subject, const Id &id, uint8_t period, int64_t now_ms) override {
         const uint16_t tag = quota_period_tag(period, now_ms);
         const std::string quota_prefix = etcd_quota_prefix(prefix_);
-        uint64_t sum = 0;
-        for (const etcd::KeyValue &kv : reader_.read(etcd_quota_subject_prefix(prefix_, subject, id))) {
-            QuotaKeyName name;
-            QuotaUse use;
-            if (!parse_etcd_quota_key(quota_prefix, kv.key, name) || !decode_quota_use(kv.value, use) ||
-                use.tag != tag) {
-                continue;  // another period's (a day over, not yet deleted)
+        // by edge: the use, and whether it came from a class key
+        std::map<std::string, std::pair<bool, uint64_t>> by_edge;
+        for (const uint8_t cls : {quota_slot_class(subject, tag), static_cast<uint8_t>(subject)}) {
+            for (const etcd::KeyValue &kv : reader_.read(etcd_quota_class_prefix(prefix_, cls, id))) {
+                QuotaKeyName name;
+                QuotaUse use;
+                if (!parse_etcd_quota_key(quota_prefix, kv.key, name) || !decode_quota_use(kv.value, use) ||
+                    use.tag != tag) {
+                    continue;  // another period's (a day over, not yet deleted)
+                }
+                const bool classed = name.cls != static_cast<uint8_t>(subject);
+                auto &seen = by_edge[std::string(reinterpret_cast<const char *>(name.edge_id),
+                                                 KA_USAGE_EDGE_ID_LEN)];
+                if (!seen.first) seen = {classed, use.used};
             }
-            sum = sum + use.used < sum ? UINT64_MAX : sum + use.used;
         }
+        uint64_t sum = 0;
+        for (const auto &[edge, use] : by_edge) sum = sum + use.second < sum ? UINT64_MAX : sum + use.second;
         return sum;
     }
 

@@ -12,8 +12,8 @@ bool quota_tag_current(uint16_t tag, int64_t now_ms) {
     return quota_period_tag(kind, now_ms) == tag;
 }
 
-std::string subject_key(QuotaSubject subject, const unsigned char *id) {
-    std::string k(1, static_cast<char>(subject));
+std::string subject_key(QuotaSubject subject, const unsigned char *id, uint16_t tag) {
+    std::string k(1, static_cast<char>(quota_slot_class(subject, tag)));
     k.append(reinterpret_cast<const char *>(id), KA_ID_LEN);
     return k;
 }

@@ -31,11 +31,13 @@ constexpr size_t kQuotaRecordBytes = 1 + KA_ID_LEN + 2 + 8;
 constexpr size_t kMaxQuotaRecords = 1024;       // an entry's
 constexpr uint64_t kMaxQuotaUnits = (1ull << 48) - 1;  // what a ledger word holds
 
-// A subject as a map key: its subject byte, then its id (what the quota
-// exchange keys its sums by).
-std::string subject_key(QuotaSubject subject, const unsigned char *id);
+// A subject's period class as a map key: the ledger's class byte of the
+// subject and the tag (quota_slot_class), then its id (what the quota
+// exchange keys its sums by: each class of a subject is counted apart).
+std::string subject_key(QuotaSubject subject, const unsigned char *id, uint16_t tag);
+inline uint8_t class_of(const std::string &k) { return static_cast<uint8_t>(k[0]); }
 inline QuotaSubject subject_of(const std::string &k) {
-    return static_cast<QuotaSubject>(static_cast<uint8_t>(k[0]));
+    return static_cast<QuotaSubject>(static_cast<uint8_t>(k[0]) & 3);
 }
 Id id_of(const std::string &k);
 

@@ -69,30 +69,38 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     const bool have_edge_id = view.have_edge_id;
     const unsigned char *edge_id = view.edge_id;
 
-    // 1. every edge's use
+    // 1. every edge's use, by period class (an earlier build's key, named
+    // by the subject alone, counts where its edge has no key of the class)
     const std::string within = etcd_quota_prefix(options_.prefix);
     etcd::RangeRequest r;
     r.key = within;
     r.range_end = etcd::prefix_range_end(within);
-    std::map<std::string, QuotaUse> mine;                         // what etcd holds of this edge
-    std::map<std::string, std::pair<uint16_t, uint64_t>> others;  // the other edges' sums
+    struct Mine {
+        QuotaUse use;
+        std::string etcd_key;
+        bool classed = false;
+    };
+    std::map<std::string, Mine> mine;                                  // what etcd holds of this edge
+    std::vector<std::string> unclassed;                                // this edge's keys of an earlier build
+    std::map<std::pair<std::string, std::string>, Mine> heard;         // (class key, edge): the other edges'
     etcd::Status s = client_->range_all(r, kPageSize, [&](const etcd::RangeResponse &page) {
         for (const etcd::KeyValue &kv : page.kvs) {
             QuotaKeyName name;
             QuotaUse use;
             if (!parse_etcd_quota_key(within, kv.key, name) || !decode_quota_use(kv.value, use)) continue;
-            const std::string k = subject_key(name.subject, name.id.data());
+            const std::string k = subject_key(name.subject, name.id.data(), use.tag);
+            const bool classed = name.cls != static_cast<uint8_t>(name.subject);
+            Mine m{use, kv.key, classed};
             if (have_edge_id && std::memcmp(name.edge_id, edge_id, KA_USAGE_EDGE_ID_LEN) == 0) {
-                mine[k] = use;
+                if (!classed) unclassed.push_back(kv.key);
+                auto [it, made] = mine.emplace(k, m);
+                if (!made && classed) it->second = m;
             } else if (quota_tag_current(use.tag, now_ms) && use.used > 0) {
-                auto &sum = others[k];
-                if (sum.first != use.tag && sum.second != 0) {
-                    // two current periods (a quota whose period kind changed): the greater tag's is counted
-                    if (use.tag < sum.first) continue;
-                    sum.second = 0;
-                }
-                sum.first = use.tag;
-                sum.second = saturating_add(sum.second, use.used);
+                auto [it, made] = heard.emplace(
+                    std::make_pair(k, std::string(reinterpret_cast<const char *>(name.edge_id),
+                                                  KA_USAGE_EDGE_ID_LEN)),
+                    m);
+                if (!made && classed) it->second = m;
             }
         }
         return true;
@@ -100,6 +108,12 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     if (!s.ok()) {
         error = etcd_error("reading the quota use", s);
         return false;
+    }
+    std::map<std::string, std::pair<uint16_t, uint64_t>> others;  // the other edges' sums
+    for (const auto &[ke, m] : heard) {
+        auto &sum = others[ke.first];
+        sum.first = m.use.tag;
+        sum.second = saturating_add(sum.second, m.use.used);
     }
 
     // 2. the others' use, at this edge (with what Redis told, if it is on)
@@ -113,16 +127,19 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
     }
     if (!have_edge_id) return true;
 
-    // 3. this edge's own use, where etcd does not hold it yet
+    // 3. this edge's own use, where etcd does not hold it yet (under its
+    // class key: an earlier build's key of this edge goes, step 4)
     std::vector<std::pair<std::string, QuotaUse>> puts;
     std::map<std::string, bool> live;  // subjects whose key is put or current
     view.ledger->for_each([&](const QuotaLedger::Entry &e) {
         if (!quota_tag_current(e.tag, now_ms)) return;
-        const std::string k = subject_key(e.subject, e.id);
+        const std::string k = subject_key(e.subject, e.id, e.tag);
         const QuotaUse use{e.tag, e.used};
         live[k] = true;
         auto it = mine.find(k);
-        if (it == mine.end() ? use.used > 0 : it->second != use) puts.emplace_back(k, use);
+        if (it == mine.end() ? use.used > 0 : !it->second.classed || it->second.use != use) {
+            puts.emplace_back(k, use);
+        }
     });
     for (size_t i = 0; i < puts.size(); i += kOpsPerTxn) {
         etcd::TxnRequest txn;
@@ -130,7 +147,7 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
         for (size_t j = i; j < end; j++) {
             const std::string &k = puts[j].first;
             txn.success.emplace_back(etcd::PutRequest{
-                etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id), encode_quota_use(puts[j].second)});
+                etcd_quota_key(options_.prefix, class_of(k), id_of(k), edge_id), encode_quota_use(puts[j].second)});
         }
         etcd::TxnResponse answer;
         s = client_->txn(txn, answer);
@@ -141,13 +158,16 @@ bool QuotaExchange::round(int64_t now_ms, std::string &error) {
         metrics_.add_quota_published(end - i);
     }
 
-    // 4. this edge's keys of periods that are over
+    // 4. this edge's keys of periods that are over, and of an earlier build
     etcd::TxnRequest prune;
-    for (const auto &[k, use] : mine) {
+    for (const std::string &key : unclassed) {
         if (prune.success.size() == kOpsPerTxn) break;  // the rest next round
-        if (quota_tag_current(use.tag, now_ms) || live.count(k) != 0) continue;
-        const std::string key = etcd_quota_key(options_.prefix, subject_of(k), id_of(k), edge_id);
         prune.success.emplace_back(etcd::DeleteRangeRequest{key, ""});
+    }
+    for (const auto &[k, m] : mine) {
+        if (prune.success.size() == kOpsPerTxn) break;
+        if (!m.classed || quota_tag_current(m.use.tag, now_ms) || live.count(k) != 0) continue;
+        prune.success.emplace_back(etcd::DeleteRangeRequest{m.etcd_key, ""});
     }
     if (!prune.success.empty()) {
         etcd::TxnResponse answer;
@@ -208,7 +228,8 @@ bool QuotaExchange::apply_others(int64_t now_ms) {
             auto [it, made] = others.emplace(k, use);
             auto &have = it->second;
             if (made || use.first < have.first) continue;
-            // two current periods (a quota whose period kind changed): the greater tag's is counted
+            // one period class has one current period: a differing tag is a
+            // clock's step across a boundary, and the greater tag's counts
             have.second = use.first > have.first ? use.second : std::max(have.second, use.second);
             have.first = use.first;
         }

@@ -231,8 +231,11 @@ bool QuotaRedis::publish(const QuotaExchange::LedgerView &view, int64_t now_ms, 
     std::map<std::string, std::pair<uint16_t, uint64_t>> live;
     std::string batch;
     view.ledger->for_each([&](const QuotaLedger::Entry &e) {
-        if (!quota_tag_current(e.tag, now_ms) || e.used == 0) return;
-        const std::string k = subject_key(e.subject, e.id);
+        if (!quota_tag_current(e.tag, now_ms)) return;
+        const std::string k = subject_key(e.subject, e.id, e.tag);
+        // nothing used is news only where something was said before (a
+        // total released by the ledger's sweep: the others drop it too)
+        if (e.used == 0 && published_.count(k) == 0) return;
         const std::pair<uint16_t, uint64_t> use{e.tag, std::min(e.used, kMaxQuotaUnits)};
         live[k] = use;
         auto it = published_.find(k);
@@ -343,7 +346,7 @@ void QuotaRedis::take_entry(const redisReply *fields, const std::string &own) {
     if (skipped) metrics_.add_quota_redis_skipped(skipped);
     size_t dropped = 0;
     for (const QuotaRecord &rec : records) {
-        const std::string k = subject_key(rec.subject, rec.id.data());
+        const std::string k = subject_key(rec.subject, rec.id.data(), rec.tag);
         auto s = heard_.find(k);
         if (s == heard_.end()) {
             if (heard_.size() >= kMaxSubjects) {
@@ -369,9 +372,9 @@ void QuotaRedis::take_entry(const redisReply *fields, const std::string &own) {
     if (dropped) metrics_.add_quota_redis_dropped(dropped);
 }
 
-// Forgets periods that are over; sums each subject's current period over
-// the other edges (two current periods, a quota whose period kind changed:
-// the greater tag's).
+// Forgets periods that are over; sums each subject's current period of a
+// class over the other edges (two tags of one class, a clock stepping across
+// a boundary: the greater tag's).
 void QuotaRedis::prune_and_sum(int64_t now_ms) {
     QuotaExchange::Sums sums;
     for (auto s = heard_.begin(); s != heard_.end();) {

@@ -1,11 +1,14 @@
 // The quota half of the C API in keyauth_core.h: the ledger's check and
 // charge for one request of an authenticated key.
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 
+#include "edge.h"
 #include "keyauth_core.h"
 #include "quota_ledger.h"
+#include "records.h"
 #include "usage_env.h"
 
 using keyauth::QuotaLedger;
@@ -15,6 +18,10 @@ using keyauth::QuotaSubject;
 struct ka_quota_ledger_s {
     std::unique_ptr<QuotaLedger> ledger;
     keyauth::PeriodClock clock;
+    // the sweep under way (ka_quota_tend): where it is, what it counted
+    uint64_t sweep_at = 0;
+    uint64_t sweep_live = 0;
+    uint64_t sweep_released = 0;
 };
 
 namespace {
@@ -49,7 +56,7 @@ void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need
 
 extern "C" {
 
-ka_quota_ledger_t *ka_quota_open(const char *dir, char *err, size_t err_len) {
+ka_quota_ledger_t *ka_quota_open(const char *dir, uint64_t slots, char *err, size_t err_len) {
     try {
         std::string why;
         std::unique_ptr<ka_quota_ledger_t> l(new ka_quota_ledger_t());
@@ -57,7 +64,7 @@ ka_quota_ledger_t *ka_quota_open(const char *dir, char *err, size_t err_len) {
             snprintf(err, err_len, "%s", why.c_str());
             return nullptr;
         }
-        l->ledger = QuotaLedger::open(std::string(dir) + "/" KA_QUOTA_LEDGER_FILE, true, why);
+        l->ledger = QuotaLedger::open(std::string(dir) + "/" KA_QUOTA_LEDGER_FILE, true, why, slots);
         if (!l->ledger) {
             snprintf(err, err_len, "%s", why.c_str());
             return nullptr;
@@ -100,6 +107,7 @@ void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need
            ka_quota_result_t *out) {
     out->verdict = KA_QUOTA_FREE;
     out->refused = KA_QUOTA_KEY;
+    out->unmetered = 0;
     out->reason[0] = '\0';
     if (key->key_quota_period == KA_QUOTA_NONE && key->account_quota_period == KA_QUOTA_NONE) {
         out->policy[0].period = out->policy[1].period = KA_QUOTA_NONE;  // the common case
@@ -125,8 +133,13 @@ void check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, uint64_t need
             continue;
         }
         QuotaRef ref;
-        if (!ledger->ledger->find(subject_of(i), id_of(key, i), now_ms, ref)) {
-            unavailable(out, "the quota ledger has no room for another key or account");
+        if (!ledger->ledger->find(subject_of(i), id_of(key, i), p.tag, now_ms, ref)) {
+            // No room even after growing (a disk that is full, the largest
+            // ledger): this quota goes uncounted for the call rather than
+            // refuse a subject that did nothing wrong; counted in the
+            // ledger's no_room, logged by the glue.
+            p.period = KA_QUOTA_NONE;
+            out->unmetered = 1;
             continue;
         }
         keep_ref(p, ref);
@@ -179,6 +192,32 @@ int ka_quota_charge(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, ka_q
     return 1;
 }
 
+void ka_quota_settle(ka_quota_ledger_t *ledger, const ka_auth_result_t *key, ka_quota_result_t *q,
+                     uint64_t reserved, uint64_t reported, int64_t now_ms) {
+    if (q->verdict != KA_QUOTA_ADMIT || ledger == nullptr || reported == reserved) return;
+    if (reported > reserved) {
+        // the balance may go below zero: the next call waits for the period
+        (void)ka_quota_charge(ledger, key, q, reported - reserved, 0, now_ms);
+        return;
+    }
+    const uint64_t back = reserved - reported;
+    for (ka_quota_policy_t &p : q->policy) {
+        if (p.period == KA_QUOTA_NONE) continue;
+        QuotaLedger::refund(ref_of(p), p.tag, back);
+        p.used -= p.used >= back ? back : p.used;
+    }
+}
+
+void ka_quota_stats(ka_quota_ledger_t *ledger, ka_quota_stats_t *out) {
+    std::memset(out, 0, sizeof *out);
+    if (ledger == nullptr) return;
+    ledger->ledger->refresh();
+    out->slots = ledger->ledger->slots();
+    out->live = ledger->ledger->live_slots();
+    out->in_use = ledger->ledger->slots_in_use();
+    out->no_room = ledger->ledger->no_room();
+}
+
 int64_t ka_quota_parse_cost(const char *text, size_t len) {
     if (len == 0 || len > 10) return -1;
     int64_t v = 0;
@@ -190,3 +229,75 @@ int64_t ka_quota_parse_cost(const char *text, size_t len) {
 }
 
 }  // extern "C"
+
+namespace {
+
+// Whether a key's quota (kept under its chain's first key id) can never be
+// charged again: every key of the chain is revoked, or a predecessor past
+// its grace, and the newest is revoked (an expired key may be given a new
+// expiry, so its credits stay). A key the store no longer has is dead; a
+// store that cannot say (an older schema, an error) keeps the quota.
+bool chain_dead(keyauth::EdgeStore::Snapshot &snap, const unsigned char *rate_id, int64_t now_ms) {
+    unsigned char id[KA_ID_LEN];
+    std::memcpy(id, rate_id, KA_ID_LEN);
+    for (int step = 0; step < 64; step++) {
+        std::string_view record;
+        const int rc = snap.key_record_by_id(id, record);
+        if (rc == MDB_NOTFOUND) return true;
+        keyauth::KeyRecordView k;
+        if (rc != 0 || keyauth::decode_key_record(record.data(), record.size(), k) != keyauth::DecodeStatus::kOk)
+            return false;
+        static const unsigned char kNone[KA_ID_LEN] = {};
+        const bool newest = k.rolled_to == nullptr || std::memcmp(k.rolled_to, kNone, KA_ID_LEN) == 0;
+        if (newest) return k.status == KA_KEY_REVOKED;
+        const bool over = k.status == KA_KEY_REVOKED || (k.expires_ms != 0 && now_ms >= k.expires_ms);
+        if (!over) return false;  // a predecessor in its grace
+        std::memcpy(id, k.rolled_to, KA_ID_LEN);
+    }
+    return false;
+}
+
+}  // namespace
+
+extern "C" int ka_quota_tend(ka_quota_ledger_t *ledger, ka_edge_t *edge, int64_t now_ms,
+                             ka_quota_tend_t *out) {
+    out->walked = 0;
+    out->grew = 0;
+    out->released = 0;
+    out->err[0] = '\0';
+    if (ledger == nullptr) return 0;
+    try {
+        QuotaLedger &l = *ledger->ledger;
+        l.refresh();
+        std::unique_ptr<keyauth::EdgeStore::Snapshot> snap;
+        if (edge != nullptr && edge->store) {
+            snap.reset(new keyauth::EdgeStore::Snapshot(*edge->store));
+            if (snap->begin() != 0) snap.reset();
+        }
+        ledger->sweep_at = l.sweep_part(ledger->sweep_at, KA_QUOTA_SWEEP_PART, now_ms, &ledger->sweep_live,
+                                        &ledger->sweep_released, [&](const unsigned char *id) {
+                                            return snap && chain_dead(*snap, id, now_ms);
+                                        });
+        out->released = ledger->sweep_released;
+        if (ledger->sweep_at < l.slots()) return 0;
+        // a whole walk: its count is the ledger's, and three quarters live
+        // grows it, before a subject's window finds no room
+        out->walked = 1;
+        out->live = ledger->sweep_live;
+        l.set_live_slots(ledger->sweep_live);
+        const uint64_t slots = l.slots();
+        ledger->sweep_at = ledger->sweep_live = ledger->sweep_released = 0;
+        if (out->live * 4 > slots * 3 && slots < QuotaLedger::kMaxSlots) {
+            std::string why;
+            if (!l.grow(slots * 2, why)) {
+                snprintf(out->err, sizeof out->err, "%s", why.c_str());
+                return -1;
+            }
+            out->grew = 1;
+        }
+        return 0;
+    } catch (...) {
+        snprintf(out->err, sizeof out->err, "out of memory tending the quota ledger");
+    }
+    return -1;
+}

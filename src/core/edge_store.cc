@@ -408,4 +408,16 @@ EdgeStore::Snapshot::KeyLookup EdgeStore::Snapshot::find_key(const unsigned char
     return out;
 }
 
+int EdgeStore::Snapshot::key_record_by_id(const unsigned char *key_id, std::string_view &record) noexcept {
+    KeyLookup layout;
+    if (!store_.read_layout(layout)) return layout.rc;
+    if (store_.schema_ < 3) return MDB_INCOMPATIBLE;
+    std::string_view value;
+    const int rc = get(store_.key_records_.dbi, key_id, KA_ID_LEN, value);
+    if (rc != 0) return rc;
+    if (value.size() < KA_HASH_LEN) return MDB_CORRUPTED;
+    record = value.substr(KA_HASH_LEN);
+    return 0;
+}
+
 }  // namespace keyauth

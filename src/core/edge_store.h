@@ -82,6 +82,11 @@ public:
             unsigned version = 0;                 // of an unknown layout or schema
         };
         KeyLookup find_key(const unsigned char *hash) noexcept;
+        // The record of the key with this id (schema 3's key_records, its
+        // hash cut off): 0, MDB_NOTFOUND, MDB_INCOMPATIBLE for a store of
+        // an older schema (no table by id), or another LMDB error. Off the
+        // request path (the quota ledger's sweep).
+        int key_record_by_id(const unsigned char *key_id, std::string_view &record) noexcept;
         // Calls fn(key, value) for every entry in key order; stops when fn
         // returns false. 0, ENOMEM if fn threw (it allocates), or an LMDB
         // error code.

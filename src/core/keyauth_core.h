@@ -192,8 +192,11 @@ void ka_rate_table_discard_spent(void *table);
 typedef struct ka_quota_ledger_s ka_quota_ledger_t;
 
 /* Opens (making it, and the usage directory dir, if missing) the ledger in
- * dir. NULL on failure, with err filled. */
-ka_quota_ledger_t *ka_quota_open(const char *dir, char *err, size_t err_len);
+ * dir, with room for at least `slots` subjects (0: the default, 262,144;
+ * a multiple of 64): a smaller ledger grows to it. NULL on failure, with
+ * err filled. */
+ka_quota_ledger_t *ka_quota_open(const char *dir, uint64_t slots, char *err,
+    size_t err_len);
 void ka_quota_close(ka_quota_ledger_t *ledger);
 /* Writes the ledger's changed pages to disk (the usage collection's). */
 int ka_quota_sync(ka_quota_ledger_t *ledger, char *err, size_t err_len);
@@ -224,6 +227,9 @@ typedef struct {
 typedef struct {
     ka_quota_verdict_e  verdict;
     int                 refused;       /* KA_QUOTA_KEY or KA_QUOTA_ACCOUNT */
+    /* a quota went uncounted for this call: the ledger had no room and
+     * could not grow (counted in ka_quota_stats' no_room) */
+    int                 unmetered;
     ka_quota_policy_t   policy[2];
     char                reason[KA_REASON_LEN];
 } ka_quota_result_t;
@@ -241,6 +247,40 @@ void ka_quota_check(ka_quota_ledger_t *ledger, const ka_auth_result_t *key,
  * Returns 1 when charged. */
 int ka_quota_charge(ka_quota_ledger_t *ledger, const ka_auth_result_t *key,
     ka_quota_result_t *q, uint64_t cost, int fit, int64_t now_ms);
+
+/* A metered call, admitted with `reserved` units charged (its location's
+ * cost, at least 1: so the calls in flight never hold more than the quota
+ * has), settles when its upstream reports `reported`: the difference is
+ * charged (past the quota if need be) or given back, in the periods the
+ * reservation was charged to. */
+void ka_quota_settle(ka_quota_ledger_t *ledger, const ka_auth_result_t *key,
+    ka_quota_result_t *q, uint64_t reserved, uint64_t reported, int64_t now_ms);
+
+typedef struct {
+    uint64_t  slots;    /* room in all its tables */
+    uint64_t  live;     /* slots with use in a period not over (last sweep) */
+    uint64_t  in_use;   /* slots ever given to a subject */
+    uint64_t  no_room;  /* subjects that found no room, ever */
+} ka_quota_stats_t;
+
+/* What keyauth_status shows of the ledger (ledger may be NULL: zeros). */
+void ka_quota_stats(ka_quota_ledger_t *ledger, ka_quota_stats_t *out);
+
+/* The quota timer's, off the request path: sweeps the next
+ * KA_QUOTA_SWEEP_PART slots, releasing the credits of keys that can never
+ * be used again (edge may be NULL: none released); after a whole walk it
+ * records how many slots are live and grows the ledger past three quarters
+ * live. 0, or -1 with err saying why it could not grow. */
+#define KA_QUOTA_SWEEP_PART 65536
+typedef struct {
+    int       walked;    /* a whole walk ended with this part */
+    int       grew;
+    uint64_t  live;      /* of the walk, when walked */
+    uint64_t  released;  /* so far in the walk */
+    char      err[KA_REASON_LEN];
+} ka_quota_tend_t;
+int ka_quota_tend(ka_quota_ledger_t *ledger, ka_edge_t *edge, int64_t now_ms,
+    ka_quota_tend_t *out);
 
 /* A reported cost: a decimal integer 0..KA_QUOTA_MAX_COST, else -1. */
 #define KA_QUOTA_MAX_COST 1000000000

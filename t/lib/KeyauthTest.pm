@@ -306,8 +306,14 @@ sub _write_conf {
     my $locations = $o{locations} // '';
     my $db = exists $o{db} ? $o{db} : $self->{db};
     my $db_line = defined $db ? "keyauth_db $db;" : '';
-    # a binary upgrade re-executes nginx with only the variables "env" names
-    my $env_lines = $ASAN ? "env LD_PRELOAD;\nenv ASAN_OPTIONS;" : '';
+    # a binary upgrade re-executes nginx with only the variables "env" names;
+    # and nginx clears the workers' environment of the rest, so libfaketime
+    # (which reads FAKETIME again every few seconds) would fall back to the
+    # real clock about 10 s into a run without its variables here
+    my @env = (($ASAN ? qw(LD_PRELOAD ASAN_OPTIONS) : ()),
+               ($ENV{FAKETIME} ? qw(FAKETIME DONT_FAKE_MONOTONIC FAKETIME_DONT_RESET) : ()),
+               ($ENV{FAKETIME} && !$ASAN ? 'LD_PRELOAD' : ()));
+    my $env_lines = join("\n", map { "env $_;" } @env);
     open my $fh, '>', "$d/nginx.conf" or die $!;
     print $fh <<"CONF";
 load_module $self->{module};
