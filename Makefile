@@ -432,8 +432,9 @@ test-stress: deps
 	if [ -n "$$failed" ]; then echo "test-stress: FAILED in round(s)$$failed of $(STRESS_ROUNDS)"; exit 1; fi; \
 	echo "test-stress: all $(STRESS_ROUNDS) round(s) passed"
 
+# every core: a fresh clone compiles for minutes on one
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@nginx_conf/run-demo.sh
 
 run-cluster: deps
