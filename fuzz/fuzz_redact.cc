@@ -2,7 +2,7 @@
 // secret planted at a chosen offset, plain or percent-encoded, and the line
 // cut at a chosen length (as nginx cuts its lines). Whatever the bytes: the
 // length is kept, only '*' is written, a second pass changes nothing, no
-// "ka_"/"kac_" is left followed by more than its 12-character prefix, and
+// "ka_"/"kac_"/"kaa_" is left followed by more than its 12-character prefix, and
 // nothing of the planted secret past its prefix survives.
 #include <cstdint>
 #include <cstring>
@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     for (size_t i = 0; i < text.size(); i++) {
         size_t head = 0;
         if (text.compare(i, 3, "ka_") == 0) head = 3;
-        else if (text.compare(i, 4, "kac_") == 0) head = 4;
+        else if (text.compare(i, 4, "kac_") == 0 || text.compare(i, 4, "kaa_") == 0) head = 4;
         if (head == 0) continue;
         size_t n = head;
         while (i + n < text.size() && base62(static_cast<unsigned char>(text[i + n]))) n++;

@@ -119,7 +119,20 @@ TEST(Redact, EveryOffsetAroundTheErrorLogCut) {
     }
 }
 
-// Written down: any "ka_"/"kac_" run keeps 12 characters, secret or not.
+// Admin tokens ("kaa_", the admin API's) are masked like keys and console
+// tokens: a leaked admin token is worse than a leaked key.
+TEST(Redact, MasksAdminTokens) {
+    const std::string token = generate_secret(kAdminTokenPrefix);
+    const std::string line = "GET /v1/admin/accounts HTTP/1.1 Authorization: Bearer " + token + " end";
+    const std::string out = redacted(line);
+    EXPECT_EQ(out.find(token.substr(kDisplayPrefixLen)), std::string::npos) << out;
+    EXPECT_NE(out.find(token.substr(0, kDisplayPrefixLen) + std::string(token.size() - kDisplayPrefixLen, '*')),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(redacted("kaa_12345678abc"), "kaa_12345678***");
+}
+
+// Written down: any "ka_"/"kac_"/"kaa_" run keeps 12 characters, secret or not.
 TEST(Redact, ShortRunsPastThePrefixAreMaskedToo) {
     EXPECT_EQ(redacted("x ka_somethinglonger y"), "x ka_something****** y");
     EXPECT_EQ(redacted("kac_12345678abc"), "kac_12345678***");

@@ -12,6 +12,7 @@ namespace keyauth {
 
 inline constexpr std::string_view kKeyPrefix = "ka_";
 inline constexpr std::string_view kConsoleTokenPrefix = "kac_";
+inline constexpr std::string_view kAdminTokenPrefix = "kaa_";  // the admin API's
 inline constexpr size_t kRandomChars = 32;
 inline constexpr size_t kChecksumChars = 6;
 inline constexpr size_t kDisplayPrefixLen = 12;  // "prefix" metadata shown to users

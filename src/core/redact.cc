@@ -36,9 +36,9 @@ Char char_at(const char *text, size_t len, size_t i) {
     return {c, 1};
 }
 
-// Where the base62 run of a secret starting at i begins ("ka_" or "kac_"
-// read, each possibly escaped) and how many characters that head has; 0 if
-// no secret starts at i.
+// Where the base62 run of a secret starting at i begins ("ka_", "kac_" or
+// "kaa_" read, each possibly escaped) and how many characters that head
+// has; 0 if no secret starts at i.
 size_t secret_head(const char *text, size_t len, size_t i, size_t *chars) {
     Char k = char_at(text, len, i);
     if (k.c != 'k') return 0;
@@ -47,7 +47,7 @@ size_t secret_head(const char *text, size_t len, size_t i, size_t *chars) {
     size_t p = i + k.width + a.width;
     Char u = char_at(text, len, p);
     *chars = 3;
-    if (u.width != 0 && u.c == 'c') {
+    if (u.width != 0 && (u.c == 'c' || u.c == 'a')) {
         p += u.width;
         u = char_at(text, len, p);
         *chars = 4;
@@ -67,7 +67,7 @@ size_t redact_secrets(char *text, size_t len) noexcept {
     // Bytes to mask once the head that starts among them has been read.
     size_t pending_from = 0, pending_to = 0;
     size_t i = 0;
-    // Without a '%' in the text every head is a plain "ka_" or "kac_": the
+    // Without a '%' in the text every head is a plain "ka_", "kac_" or "kaa_": the
     // scan can jump from one '_' to the next (memchr), which is most of an
     // access-log line's bytes never looked at one by one.
     const bool escapes = std::memchr(text, '%', len) != nullptr;
