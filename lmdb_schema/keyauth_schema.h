@@ -37,7 +37,10 @@
 #define KA_DB_META           "meta"           /* ASCII name -> value */
 #define KA_DB_AUDIT          "audit"          /* account id ++ event id -> audit event */
 #define KA_DB_KEY_SLOTS      "key_slots"      /* the hot table: header, and chunks of slots */
-#define KA_DB_COUNT          10
+/* the admin API's (keyauthd and keyauthctl only; never mirrored to an edge) */
+#define KA_DB_ADMIN_TOKENS   "admin_tokens"   /* SHA-256(token) -> admin token record */
+#define KA_DB_EXTERNAL_IDS   "account_external_ids" /* "x" ++ external id -> account id; "a" ++ account id -> external id */
+#define KA_DB_COUNT          12
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */

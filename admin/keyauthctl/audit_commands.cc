@@ -27,6 +27,7 @@ std::string changes_text(const json &changes) {
 std::string event_line(const json &e) {
     const json &actor = e["actor"];
     const std::string who = actor["type"] == "operator" ? "operator:" + actor.value("user", std::string())
+                            : actor["type"] == "admin"  ? "admin:" + actor.value("token", std::string())
                                                         : "console:" + actor.value("account", std::string());
     const json &target = e["target"];
     std::string what = target["type"].get<std::string>();

@@ -74,6 +74,16 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         (and --account's even without). CSV (the default; --json: JSON) is
         RFC 4180 with a header row, CRLF, UTF-8; a name that a spreadsheet
         would take for a formula starts with an apostrophe
+  admin-token create --name NAME --scope SCOPE [--scope SCOPE ...] [--expires-at TIME]
+        a token of the admin API (keyauthd --admin-listen) for one of your
+        services, printed once: kaa_... SCOPE is one of accounts:read,
+        accounts:write, accounts:plan, keys:read, keys:write, sessions:write,
+        usage:read, audit:read, plans:write, fx:write, webhooks:write, or *
+        (all of them, those to come too); give each service only its own
+  admin-token list
+        the tokens' ids, names, scopes and status (never a token)
+  admin-token revoke TOKEN_ID
+        the token is refused from its next call
   plans import FILE.json
         validate a whole catalog and replace the current one atomically; a
         bad file exits 2 and writes nothing
@@ -214,6 +224,13 @@ const std::vector<Command> kCommands = {
       {"by", true, false},
       {"format", false, false}},
      true},
+    {"admin-token",
+     "create",
+     {},
+     {{"name", true, false}, {"scope", true, true}, {"expires-at", false, false}},
+     true},
+    {"admin-token", "list", {}, {}, true},
+    {"admin-token", "revoke", {"TOKEN_ID"}, {}, true},
     {"plans", "import", {"FILE"}, {}, true},
     {"plans", "list", {}, {}, true},
     {"plans", "show", {"PLAN_ID"}, {}, true},

@@ -110,6 +110,7 @@ int run(keyauth::Store &store, const Args &a) {
     if (group == "fx") return run_fx(store, a);
     if (group == "audit") return run_audit(store, a);
     if (group == "usage") return run_usage(store, a);
+    if (group == "admin-token") return run_admin_token(store, a);
     return run_key(store, a);
 }
 

@@ -13,6 +13,7 @@ int run_plans(keyauth::Store &store, const Args &a);
 int run_fx(keyauth::Store &store, const Args &a);
 int run_audit(keyauth::Store &store, const Args &a);
 int run_usage(keyauth::Store &store, const Args &a);
+int run_admin_token(keyauth::Store &store, const Args &a);
 // Where usage report reads the edges' buckets (main sets it; none: zeros).
 void set_usage_source(std::unique_ptr<keyauth::UsageSource> source);
 int run_init(const std::string &db, const Args &a);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "admin_tokens.h"
 #include "keyauth_schema.h"
 #include "le.h"
 #include "rfc3339.h"
@@ -15,6 +16,8 @@ using nlohmann::json;
 json actor_json(const Actor &a) {
     if (a.type == Actor::Type::kConsole)
         return {{"type", "console"}, {"account", id_to_string(kAccountIdPrefix, a.account)}};
+    if (a.type == Actor::Type::kAdmin)
+        return {{"type", "admin"}, {"token", a.user}, {"tokenId", id_to_string(kAdminTokenIdPrefix, a.token)}};
     return {{"type", "operator"}, {"user", a.user}};
 }
 
@@ -24,6 +27,15 @@ Actor Actor::console(const Id &account, std::string address) {
     Actor a;
     a.type = Type::kConsole;
     a.account = account;
+    a.address = std::move(address);
+    return a;
+}
+
+Actor Actor::admin(const Id &token, std::string name, std::string address) {
+    Actor a;
+    a.type = Type::kAdmin;
+    a.token = token;
+    a.user = std::move(name);
     a.address = std::move(address);
     return a;
 }
@@ -82,6 +94,11 @@ std::optional<AuditEvent> decode_audit_record(std::string_view key, std::string_
             if (!parse_id(kAccountIdPrefix, actor.at("account").get<std::string>(), e.actor.account))
                 return std::nullopt;
             e.actor.type = Actor::Type::kConsole;
+        } else if (actor.at("type") == "admin") {
+            if (!parse_id(kAdminTokenIdPrefix, actor.at("tokenId").get<std::string>(), e.actor.token))
+                return std::nullopt;
+            e.actor.type = Actor::Type::kAdmin;
+            e.actor.user = actor.at("token").get<std::string>();
         } else {
             e.actor.type = Actor::Type::kOperator;
             e.actor.user = actor.at("user").get<std::string>();

@@ -17,16 +17,19 @@
 namespace keyauth {
 
 // Who asks for a write: a console user of an account (through keyauthd,
-// from a client address nginx passed on) or an operator at keyauthctl.
+// from a client address nginx passed on), an operator at keyauthctl, or one
+// of the business's services through the admin API, by its admin token.
 struct Actor {
-    enum class Type { kConsole, kOperator };
+    enum class Type { kConsole, kOperator, kAdmin };
     Type type = Type::kOperator;
     Id account{};         // console
-    std::string user;     // operator: the login name running keyauthctl
-    std::string address;  // console: the client's address; operator: "local"
+    std::string user;     // operator: the login name running keyauthctl; admin: the token's name
+    Id token{};           // admin: the token's id
+    std::string address;  // console, admin: the client's address; operator: "local"
 
     static Actor console(const Id &account, std::string address);
     static Actor operator_named(std::string user);
+    static Actor admin(const Id &token, std::string name, std::string address);
 };
 
 struct AuditEvent {

@@ -8,6 +8,7 @@ namespace {
 constexpr const char *kNames[kTableCount] = {
     KA_DB_KEYS_BY_HASH, KA_DB_KEYS, KA_DB_ACCOUNT_KEYS, KA_DB_ACCOUNTS,
     KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META, KA_DB_AUDIT,
+    KA_DB_ADMIN_TOKENS, KA_DB_EXTERNAL_IDS,
 };
 // One Table per named database but key_records and key_slots, where LMDB
 // keeps what the Tables keys_by_hash and keys name (lmdb_keys.h).
@@ -28,7 +29,10 @@ bool is_primary(Table table) noexcept {
     return table != Table::kKeys && table != Table::kAccountKeys;
 }
 
-bool is_mirrored(Table table) noexcept { return is_primary(table) && table != Table::kAudit; }
+bool is_mirrored(Table table) noexcept {
+    return is_primary(table) && table != Table::kAudit && table != Table::kAdminTokens &&
+           table != Table::kExternalIds;
+}
 
 bool is_mirrored_meta(std::string_view name) noexcept {
     return name == KA_META_CATALOG_VERSION || name == KA_META_FX_USD_INR;

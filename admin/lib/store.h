@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admin_tokens.h"
 #include "audit.h"
 #include "ids.h"
 #include "key_rules.h"
@@ -98,6 +99,11 @@ struct AccountOnPlan {
     Account account;
     std::optional<PlanRecord> plan;
     Entitlements effective;
+};
+
+struct CreatedAdminToken {
+    AdminToken token;
+    std::string secret;  // "kaa_...", shown once
 };
 
 struct RolledKey {
@@ -231,6 +237,19 @@ public:
     // INR per USD, in millionths.
     FxRecord set_exchange_rate(uint64_t inr_per_usd_micro, const Actor &actor = {});
     std::optional<FxRecord> exchange_rate();
+
+    // Admin tokens (admin_tokens.h), in the operator's own audit trail:
+    // kInvalid naming "name", "scopes" (none) or "expiresAt" (not in the
+    // future, or past ten years).
+    CreatedAdminToken create_admin_token(std::string_view name, uint32_t scopes, Expiry expires_at,
+                                         const Actor &actor = {});
+    std::vector<AdminToken> list_admin_tokens();
+    // Stops the token at the next call; revoking a revoked token returns it
+    // unchanged. kNotFound ADMIN_TOKEN_NOT_FOUND.
+    AdminToken revoke_admin_token(const Id &id, const Actor &actor = {});
+    // The live token this secret is (well formed, known, not revoked, not
+    // expired), or none.
+    std::optional<AdminToken> admin_login(std::string_view secret);
 
 private:
     // Computes a write with `plan(reads, mutation)` and applies it; see store_internal.h.
