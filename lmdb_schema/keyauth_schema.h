@@ -40,7 +40,8 @@
 /* the admin API's (keyauthd and keyauthctl only; never mirrored to an edge) */
 #define KA_DB_ADMIN_TOKENS   "admin_tokens"   /* SHA-256(token) -> admin token record */
 #define KA_DB_EXTERNAL_IDS   "account_external_ids" /* "x" ++ external id -> account id; "a" ++ account id -> external id */
-#define KA_DB_COUNT          12
+#define KA_DB_CONSOLE_SESSIONS "console_sessions" /* account id ++ SHA-256(session token) -> expiry (u64 LE ms) */
+#define KA_DB_COUNT          13
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */

@@ -69,6 +69,13 @@ void ConsoleMetrics::observe_request(std::string_view method, std::string_view p
     latency_[route].observe(seconds);
 }
 
+void ConsoleMetrics::observe_admin_request(std::string_view method, std::string_view route, int status,
+                                           double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    admin_requests_[{std::string(route), std::string(method_label(method)), status}]++;
+    latency_[std::string(route)].observe(seconds);
+}
+
 void ConsoleMetrics::observe_write(double seconds) {
     std::lock_guard<std::mutex> lock(mu_);
     writes_.observe(seconds);
@@ -82,6 +89,13 @@ std::string ConsoleMetrics::render(const StoreGauges &store) const {
     for (const auto &[k, n] : requests_) {
         const auto &[route, method, status] = k;
         out += "keyauthd_requests_total{route=\"" + route + "\",method=\"" + method + "\",status=\"" +
+               std::to_string(status) + "\"} " + std::to_string(n) + "\n";
+    }
+    metric_family(out, "keyauthd_admin_requests_total", "counter",
+         "Calls of the admin API (--admin-listen), by route template, method and status.");
+    for (const auto &[k, n] : admin_requests_) {
+        const auto &[route, method, status] = k;
+        out += "keyauthd_admin_requests_total{route=\"" + route + "\",method=\"" + method + "\",status=\"" +
                std::to_string(status) + "\"} " + std::to_string(n) + "\n";
     }
     metric_family(out, "keyauthd_request_duration_seconds", "histogram",

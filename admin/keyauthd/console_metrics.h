@@ -39,6 +39,8 @@ private:
 class ConsoleMetrics {
 public:
     void observe_request(std::string_view method, std::string_view path, int status, double seconds);
+    // A call of the admin listener, by its route template (admin_api.h).
+    void observe_admin_request(std::string_view method, std::string_view route, int status, double seconds);
     void observe_write(double seconds);
     std::string render(const StoreGauges &store) const;
     // GET /metrics (405 for another method); never throws.
@@ -47,6 +49,7 @@ public:
 private:
     mutable std::mutex mu_;
     std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_;  // route, method, status
+    std::map<std::tuple<std::string, std::string, int>, uint64_t> admin_requests_;
     std::map<std::string, Histogram> latency_;                                // by route
     Histogram writes_;
 };

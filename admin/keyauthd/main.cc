@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "access_log.h"
+#include "admin_api.h"
 #include "console_api.h"
 #include "console_metrics.h"
 #include "http_server.h"
@@ -95,13 +97,40 @@ int main(int argc, char **argv) {
             std::cerr << "keyauthd: cannot listen on " << opt.listen << ": " << error << "\n";
             return 1;
         }
+        // The admin API on a listener of its own, with the same limits: the
+        // console's never serves it, so no public nginx location exposes it
+        keyauth::AdminApi admin(store, usage.get(), quota_usage.get());
+        std::unique_ptr<keyauth::HttpServer> admin_server;
+        if (!opt.admin_listen.empty()) {
+            admin_server = std::make_unique<keyauth::HttpServer>(
+                [&admin](const keyauth::HttpRequest &r) { return admin.handle(r); }, limits,
+                [&metrics](const keyauth::ExchangeLog &x) {
+                    keyauth::log_exchange(x);
+                    metrics.observe_admin_request(x.method, keyauth::admin_route_template(x.path), x.status,
+                                                  x.seconds);
+                });
+            admin_server->trust_proxies(opt.trusted_proxies);
+            if (!admin_server->bind(opt.admin_host, opt.admin_port, error)) {
+                std::cerr << "keyauthd: cannot listen on " << opt.admin_listen << ": " << error << "\n";
+                return 1;
+            }
+            admin_server->fit_to_descriptors();
+        }
         const size_t max_connections = server.fit_to_descriptors();
         keyauth::emit({{"event", "listening"},
                         {"listen", opt.listen},
                         {opt.etcd.empty() ? "db" : "etcd", opt.etcd.empty() ? opt.db : opt.etcd},
                         {"maxConnections", max_connections},
                         {"trustedProxies", opt.trusted_proxies}});
+        if (admin_server) keyauth::emit({{"event", "listening"}, {"adminListen", opt.admin_listen}});
+        // both stop on the same SIGTERM (each server waits for it)
+        keyauth::HttpServer::Stopped admin_how;
+        std::thread admin_thread;
+        if (admin_server) admin_thread = std::thread([&] { admin_how = admin_server->run(); });
         keyauth::HttpServer::Stopped how = server.run();
+        if (admin_thread.joinable()) admin_thread.join();
+        how.all_answered = how.all_answered && admin_how.all_answered;
+        how.workers_idle = how.workers_idle && admin_how.workers_idle;
         keyauth::emit({{"event", "stopped"},
                         {"allAnswered", how.all_answered},
                         {"workersIdle", how.workers_idle}});

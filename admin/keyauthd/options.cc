@@ -9,8 +9,9 @@
 namespace keyauthd {
 namespace {
 
-const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--trusted-proxy ADDR] [--allow-remote]
-       keyauthd --etcd URL[,URL...] --listen ADDR:PORT [--trusted-proxy ADDR] [--allow-remote]
+const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--admin-listen 127.0.0.1:PORT]
+                [--trusted-proxy ADDR] [--allow-remote]
+       keyauthd --etcd URL[,URL...] --listen ADDR:PORT [--admin-listen ADDR:PORT] [...]
 
 Serves the console key-management API (POST /v1/keys, GET /v1/keys,
 POST /v1/keys/{id}/revoke) over HTTP. Put it behind nginx: see
@@ -32,6 +33,12 @@ head, its body (408) and its answer.
                   TLS to https:// members: the CA to verify them with, and a
                   client certificate and key for members that ask for one
   --listen ADDR   loopback address and port to listen on, e.g. 127.0.0.1:8081
+  --admin-listen ADDR
+                  the admin API's own listener (/v1/admin/..., for your own
+                  services, with admin tokens: keyauthctl admin-token
+                  create), e.g. 127.0.0.1:8082; off unless given. The
+                  console listener never serves /v1/admin/; do not put it
+                  behind a public nginx location. Same limits as --listen
   --trusted-proxy ADDR[,ADDR...]
                   the proxies (nginx) whose X-Real-IP header names the
                   client in the audit trail: IP addresses, e.g. 127.0.0.1
@@ -42,8 +49,10 @@ head, its body (408) and its answer.
   --max-connections N
                   open connections at most (default 512); one more is
                   answered 503 SERVER_BUSY and closed
-  --allow-remote  allow a --listen address other than loopback (the API is
-                  meant to sit behind nginx on the same host)
+  --allow-remote  allow a --listen or --admin-listen address other than
+                  loopback (the console API is meant to sit behind nginx on
+                  the same host; the admin API to be reached by your
+                  services over a private network you trust)
   --map-size MIB  the map to start with: at least this, and never less than
                   the store was last written with (default: as written, 4096
                   for a new store; the file is sparse). A write that fills it
@@ -77,6 +86,7 @@ Options parse_options(int argc, char **argv) {
                             : a == "--etcd-cert"       ? &o.etcd_cert
                             : a == "--etcd-key"        ? &o.etcd_key
                             : a == "--listen"          ? &o.listen
+                            : a == "--admin-listen"    ? &o.admin_listen
                             : a == "--map-size"        ? &map_mib
                             : a == "--max-connections" ? &max_conn
                             : a == "--trusted-proxy"   ? &trusted
@@ -96,6 +106,14 @@ Options parse_options(int argc, char **argv) {
     }
     if (!allow_remote && !keyauth::is_loopback_address(o.host)) {
         kCli.error("--listen " + o.listen + " is not a loopback address; add --allow-remote if you mean it");
+    }
+    if (!o.admin_listen.empty()) {
+        if (!keyauth::parse_host_port(o.admin_listen, o.admin_host, o.admin_port))
+            kCli.error("--admin-listen needs HOST:PORT, e.g. 127.0.0.1:8082");
+        if (!allow_remote && !keyauth::is_loopback_address(o.admin_host))
+            kCli.error("--admin-listen " + o.admin_listen + " is not a loopback address; add --allow-remote if you mean it");
+        if (o.admin_host == o.host && o.admin_port == o.port)
+            kCli.error("--admin-listen must be another address than --listen");
     }
     if (!map_mib.empty()) o.map_size = kCli.bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     if (!trusted.empty() && !keyauth::parse_address_list(trusted, o.trusted_proxies))

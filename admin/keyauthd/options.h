@@ -15,6 +15,9 @@ struct Options {
     std::string listen;  // as given, for messages
     std::string host;    // brackets of an IPv6 address removed
     int port = 0;
+    // the admin API's own listener (empty: none)
+    std::string admin_listen, admin_host;
+    int admin_port = 0;
     size_t map_size = 0;         // bytes; 0: as the store was written
     size_t max_connections = 0;  // 0: the server's default
     // peers whose X-Real-IP is recorded as the client's address (canonical);

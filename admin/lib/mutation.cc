@@ -8,7 +8,7 @@ namespace {
 constexpr const char *kNames[kTableCount] = {
     KA_DB_KEYS_BY_HASH, KA_DB_KEYS, KA_DB_ACCOUNT_KEYS, KA_DB_ACCOUNTS,
     KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META, KA_DB_AUDIT,
-    KA_DB_ADMIN_TOKENS, KA_DB_EXTERNAL_IDS,
+    KA_DB_ADMIN_TOKENS, KA_DB_EXTERNAL_IDS, KA_DB_CONSOLE_SESSIONS,
 };
 // One Table per named database but key_records and key_slots, where LMDB
 // keeps what the Tables keys_by_hash and keys name (lmdb_keys.h).
@@ -31,7 +31,7 @@ bool is_primary(Table table) noexcept {
 
 bool is_mirrored(Table table) noexcept {
     return is_primary(table) && table != Table::kAudit && table != Table::kAdminTokens &&
-           table != Table::kExternalIds;
+           table != Table::kExternalIds && table != Table::kConsoleSessions;
 }
 
 bool is_mirrored_meta(std::string_view name) noexcept {

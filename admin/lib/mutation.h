@@ -27,8 +27,9 @@ enum class Table : uint8_t {
     kAudit,
     kAdminTokens,
     kExternalIds,
+    kConsoleSessions,
 };
-inline constexpr size_t kTableCount = 10;
+inline constexpr size_t kTableCount = 11;
 
 // The LMDB database name; also the table's segment of the etcd keyspace.
 const char *table_name(Table table) noexcept;
@@ -36,9 +37,10 @@ std::optional<Table> table_named(std::string_view name) noexcept;
 // Primary tables hold facts; the others are indexes derived from them when
 // records are applied (SCHEMA.md, "Primary and derived tables").
 bool is_primary(Table table) noexcept;
-// The primary tables an edge's LMDB holds: all but the audit trail, the
-// admin tokens and the accounts' external ids, which only keyauthd and
-// keyauthctl read (from etcd, in many-edge mode).
+// The primary tables an edge's LMDB holds: all but the audit trail and the
+// admin API's (admin tokens, the accounts' external ids and console
+// sessions), which only keyauthd and keyauthctl read (from etcd, in
+// many-edge mode).
 bool is_mirrored(Table table) noexcept;
 // meta holds primary records (catalog_version, fx_usd_inr) beside the
 // environment's own (schema_version): only these names are ever applied.

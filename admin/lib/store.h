@@ -87,8 +87,12 @@ struct AccountChanges {
     std::optional<Quota> quota;                              // none: unlimited
     uint8_t follow_plan = 0;                                 // KA_OVERRIDE_* bits
     std::optional<std::string> plan_id;                      // create_account only
+    // the business's own id of the account: unique (kConflict
+    // EXTERNAL_ID_TAKEN); given as none, removed
+    std::optional<std::optional<std::string>> external_id;
     bool empty() const {
-        return !name && !entitlement_rpm && !max_keys && !allowed_scopes && !quota && !follow_plan;
+        return !name && !entitlement_rpm && !max_keys && !allowed_scopes && !quota && !follow_plan &&
+               !external_id;
     }
 };
 
@@ -99,6 +103,18 @@ struct AccountOnPlan {
     Account account;
     std::optional<PlanRecord> plan;
     Entitlements effective;
+};
+
+struct AccountPage {
+    std::vector<Account> accounts;
+    std::optional<Id> next;  // the last account id of this page, if more follow
+};
+
+// A console token of an account that stops at expires_ms: how the
+// business's own login hands its customer to the console page.
+struct ConsoleSession {
+    std::string token;  // "kac_...", shown once
+    int64_t expires_ms = 0;
 };
 
 struct CreatedAdminToken {
@@ -127,6 +143,9 @@ public:
     // Expiry is at most ten years ahead; a roll's grace at most a week.
     static constexpr int64_t kMaxExpiryAheadMs = keyauth::kMaxExpiryAheadMs;
     static constexpr int64_t kMaxGraceSeconds = 604800;
+    static constexpr int64_t kMinSessionSeconds = 60;
+    static constexpr int64_t kMaxSessionSeconds = 86400;
+    static constexpr size_t kMaxSessions = 100;
 
     // The single-host store: an LMDB environment at path (LmdbBackend says
     // how map_size and permissions are handled).
@@ -163,8 +182,21 @@ public:
     // Puts the account on a plan (kNotFound PLAN_NOT_FOUND if the catalog
     // has no such plan), or on none; audit action account.set_plan. Values
     // the account overrides stay its own; a lower cap leaves keys alone.
-    Account set_plan(const Id &id, const std::optional<std::string> &plan_id, const Actor &actor = {});
+    // order_id (the payment service's, optional) is recorded in the event.
+    Account set_plan(const Id &id, const std::optional<std::string> &plan_id, const Actor &actor = {},
+                     const std::string &order_id = "");
     std::vector<Account> list_accounts();
+    // Accounts in id (creation) order, starting after `after`.
+    AccountPage list_accounts_page(size_t limit, const std::optional<Id> &after);
+    // The account of the business's id, or none; and an account's id there.
+    std::optional<Id> find_account_by_external_id(std::string_view external_id);
+    std::optional<std::string> external_id_of(const Id &account);
+    // A console token of an active account that stops after ttl_seconds
+    // (kMinSessionSeconds..kMaxSessionSeconds; kInvalid "ttlSeconds"):
+    // kNotFound ACCOUNT_NOT_FOUND, kForbidden ACCOUNT_SUSPENDED. The
+    // account's expired sessions go, and past kMaxSessions live ones the
+    // oldest; audit action account.create_session.
+    ConsoleSession create_console_session(const Id &account, int64_t ttl_seconds, const Actor &actor = {});
     // Name, entitlement, key cap and allowed scopes (kInvalid if `changes`
     // is empty). A lower cap leaves existing keys alone.
     Account update_account(const Id &id, const AccountChanges &changes, const Actor &actor = {});

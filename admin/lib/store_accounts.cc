@@ -52,6 +52,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
     if (controls.plan_id && (controls.plan_id->empty() || controls.plan_id->size() > KA_PLAN_ID_MAX_LEN))
         no_plan(*controls.plan_id);
     validate_allowed_scopes(controls.allowed_scopes);
+    if (controls.external_id) validate_external_id(*controls.external_id);
     return write([&](RecordReader &r, Mutation &m) {
         int64_t now = clock_();
         CreatedAccount out;
@@ -93,6 +94,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         if (rec.overrides & KA_OVERRIDE_MAX_KEYS) e.change("maxKeys", nullptr, rec.max_keys);
         if (rec.overrides & KA_OVERRIDE_QUOTA) e.change("quota", nullptr, quota_terms_json(rec.quota));
         if (!rec.allowed_scopes.empty()) e.change("allowedScopes", nullptr, rec.allowed_scopes);
+        if (controls.external_id && *controls.external_id) set_external_id(r, m, out.account.id, **controls.external_id, e);
         put_audit(r, m, events);
         return out;
     });
@@ -126,6 +128,7 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
         (changes.quota && (changes.follow_plan & KA_OVERRIDE_QUOTA)))
         invalid("body", "a value is either the account's own or its plan's, not both");
     validate_allowed_scopes(changes.allowed_scopes);
+    if (changes.external_id) validate_external_id(*changes.external_id);
     return write([&](RecordReader &r, Mutation &m) {
         FoundAccount found = account_for_write(r, id);
         Account acc = found.account;
@@ -176,6 +179,7 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
             e.change("allowedScopes", shown(rec.allowed_scopes), shown(*changes.allowed_scopes));
             rec.allowed_scopes = *changes.allowed_scopes;
         }
+        if (changes.external_id) set_external_id(r, m, id, *changes.external_id, e);
         if (e.changes.empty()) return acc;  // nothing to write
         int64_t now = clock_();
         AuditEvent &ev = audit(events, actor, now, id, "account.update", "account",
@@ -207,7 +211,8 @@ std::optional<AccountOnPlan> Store::find_account_on_plan(const Id &id) {
     return out;
 }
 
-Account Store::set_plan(const Id &id, const std::optional<std::string> &plan_id, const Actor &actor) {
+Account Store::set_plan(const Id &id, const std::optional<std::string> &plan_id, const Actor &actor,
+                        const std::string &order_id) {
     if (plan_id && (plan_id->empty() || plan_id->size() > KA_PLAN_ID_MAX_LEN)) no_plan(*plan_id);
     return write([&](RecordReader &r, Mutation &m) {
         FoundAccount found = account_for_write(r, id);
@@ -225,6 +230,7 @@ Account Store::set_plan(const Id &id, const std::optional<std::string> &plan_id,
                               id_to_string(kAccountIdPrefix, id));
         auto shown = [](const std::string &p) { return p.empty() ? nlohmann::json(nullptr) : nlohmann::json(p); };
         e.change("planId", shown(acc.record.plan_id), shown(next));
+        if (!order_id.empty()) e.change("orderId", nullptr, order_id);
         acc.record.plan_id = next;
         m.expect(Table::kAccounts, bytes(id), found.stored);
         m.put(Table::kAccounts, bytes(id), encode_account_record(acc.record));

@@ -46,6 +46,13 @@ FoundAccount account_for_write(RecordReader &r, const Id &id);
 uint32_t cap_for_write(RecordReader &r, Mutation &m, const AccountRecord &acc);
 
 void validate_grace(int64_t seconds, const char *field);
+
+// The account's external id set to `next` (none: removed) within a write,
+// unique across accounts (kConflict EXTERNAL_ID_TAKEN); the change goes
+// into `e`, nothing when it is the same (store_external_ids.cc).
+void validate_external_id(const std::optional<std::string> &external_id);
+void set_external_id(RecordReader &r, Mutation &m, const Id &account, const std::optional<std::string> &next,
+                     AuditEvent &e);
 void validate_quota(const Quota &q, bool total_ok, const char *field);
 
 // An audit event for the write being computed, in the trail of `account`

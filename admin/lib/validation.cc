@@ -39,17 +39,19 @@ bool valid_utf8(std::string_view s) {
 
 }  // namespace
 
-void validate_name(std::string_view name) {
-    if (name.empty()) invalid("name", "name must not be empty");
-    if (name.size() > KA_NAME_MAX_LEN)
-        invalid("name", "name must be at most " + std::to_string(KA_NAME_MAX_LEN) + " bytes");
-    if (!valid_utf8(name)) invalid("name", "name must be valid UTF-8");
+void validate_name(std::string_view name) { validate_label(name, "name", KA_NAME_MAX_LEN); }
+
+void validate_label(std::string_view name, const char *field, size_t max_len) {
+    const std::string f = field;
+    if (name.empty()) invalid(field, f + " must not be empty");
+    if (name.size() > max_len) invalid(field, f + " must be at most " + std::to_string(max_len) + " bytes");
+    if (!valid_utf8(name)) invalid(field, f + " must be valid UTF-8");
     for (size_t i = 0; i < name.size(); i++) {
         auto c = static_cast<unsigned char>(name[i]);
         auto next = [&](size_t k) { return static_cast<unsigned char>(name[i + k]); };
         // C0 and DEL; C1 (U+0080..U+009F, UTF-8 C2 80..C2 9F)
         if (c < 0x20 || c == 0x7f || (c == 0xc2 && next(1) <= 0x9f)) {
-            invalid("name", "name must not contain control characters");
+            invalid(field, f + " must not contain control characters");
         }
         // Bidi embeddings and overrides U+202A..U+202E (E2 80 AA..AE) and
         // isolates U+2066..U+2069 (E2 81 A6..A9): they make a name display
@@ -57,7 +59,7 @@ void validate_name(std::string_view name) {
         // looked at exist.
         if (c == 0xe2 && ((next(1) == 0x80 && next(2) >= 0xaa && next(2) <= 0xae) ||
                           (next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9))) {
-            invalid("name", "name must not contain bidirectional control characters");
+            invalid(field, f + " must not contain bidirectional control characters");
         }
     }
 }

@@ -15,6 +15,9 @@ namespace keyauth {
 inline constexpr uint32_t kMaxRatePerMinute = 10'000'000;
 
 void validate_name(std::string_view name);
+// A label a person or another system chose (a name, an externalId): 1 to
+// max_len bytes of UTF-8, no control or bidi control characters.
+void validate_label(std::string_view text, const char *field, size_t max_len);
 void validate_scopes(const std::vector<std::string> &scopes);
 void validate_rate(uint32_t rpm, const char *field);
 // The whole catalog: ids, names, prices, features, one popular plan, distinct
