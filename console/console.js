@@ -504,6 +504,18 @@ function signOut() {
   $('sign-in').hidden = false;
 }
 
+// A session handed over by the business's own login: the console opened at
+// /console/#session=kac_... (POST /v1/admin/accounts/{id}/sessions). The
+// token goes into this tab's sessionStorage and out of the address bar and
+// the history at once, so that no URL the browser keeps holds it (nor a
+// request or a Referer: a fragment is never sent).
+function takeSession() {
+  const m = /^#session=(kac_[A-Za-z0-9]{1,64})$/.exec(location.hash);
+  if (!m) return;
+  sessionStorage.setItem(TOKEN, m[1]);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 function signedIn() {
   $('sign-in').hidden = true;
   $('app').hidden = false;
@@ -567,5 +579,6 @@ document.addEventListener('DOMContentLoaded', () => {
   window.addEventListener('resize', resizeCharts);
   loadPlans();
   setInterval(loadPlans, 60000);
+  takeSession();
   if (token()) signedIn();
 });

@@ -429,6 +429,15 @@ sub start_keyauthd {
     push @extra, '--map-size', $o{map_size_mib} if $o{map_size_mib};
     push @extra, @{ $o{args} // [] };
     $self->{keyauthd_port} //= free_port();
+    # admin => 1: the admin API on a listener of its own (admin_port)
+    if ($o{admin}) {
+        $self->{admin_port} //= free_port();
+        push @extra, '--admin-listen', "127.0.0.1:$self->{admin_port}";
+    }
+    local $ENV{FAKETIME} = $o{faketime} if $o{faketime};
+    local $ENV{LD_PRELOAD} = $FAKETIME_LIB if $o{faketime};
+    local $ENV{ASAN_OPTIONS} = ($ENV{ASAN_OPTIONS} // '') . ':verify_asan_link_order=0' if $o{faketime} && $ASAN;
+    local $ENV{DONT_FAKE_MONOTONIC} = 1 if $o{faketime};
     my @cmd = ("$BUILD/keyauthd", $self->store_args,
                '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra);
     my $pid = fork // die "fork: $!";
@@ -442,7 +451,31 @@ sub start_keyauthd {
     }
     $self->{keyauthd_pid} = $pid;
     $self->_wait_port($self->{keyauthd_port}) or die "keyauthd did not start";
+    $self->_wait_port($self->{admin_port}) or die "keyauthd's admin listener did not start" if $o{admin};
     return $self;
+}
+
+sub admin_port { $_[0]{admin_port} }
+
+# An admin API caller with `token` (none: no Authorization), straight to
+# keyauthd's admin listener: ($method, $path, $body) -> the answer, its JSON
+# in {json}, its error code in {code}; a body that is a reference is sent
+# as JSON.
+sub admin_client {
+    my ($self, $token) = @_;
+    my $codec = JSON::PP->new->utf8->canonical;
+    return sub {
+        my ($method, $path, $body) = @_;
+        my @h = defined $token ? ("Authorization: Bearer $token") : ();
+        if (defined $body) {
+            my $text = ref $body ? $codec->encode($body) : $body;
+            push @h, 'Content-Type: application/json', \$text;
+        }
+        my $res = http_request($self->{admin_port}, $method, $path, @h);
+        $res->{json} = json_body($res);
+        $res->{code} = ref $res->{json} eq 'HASH' && $res->{json}{error} ? $res->{json}{error}{code} : '';
+        return $res;
+    };
 }
 
 sub stop_keyauthd {
