@@ -5,11 +5,6 @@
 
 namespace keyauth {
 
-uint8_t quota_slot_class(QuotaSubject subject, uint16_t tag) noexcept {
-    const uint8_t kind = kind_of(tag);
-    const uint8_t parity = kind == KA_QUOTA_TOTAL ? 0 : static_cast<uint8_t>(tag & 1);
-    return static_cast<uint8_t>(kClassBit | parity << 4 | kind << 2 | static_cast<uint8_t>(subject));
-}
 
 QuotaLedger::Impl::Probe QuotaLedger::Impl::probe(QuotaSubject subject, uint8_t cls, const unsigned char *id, QuotaRef &out) const {
     const uint32_t n = mapped.load(std::memory_order_acquire);

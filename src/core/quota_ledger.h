@@ -183,8 +183,12 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// The byte a slot names its subject and period class by (SCHEMA.md): the
-// subject, the tag's kind and, for days and months, its number's parity.
-uint8_t quota_slot_class(QuotaSubject subject, uint16_t tag) noexcept;
+// The byte a slot names its subject and period class by (SCHEMA.md): 0x80,
+// the subject, the tag's kind and, for days and months, its number's parity.
+inline uint8_t quota_slot_class(QuotaSubject subject, uint16_t tag) noexcept {
+    const unsigned kind = tag >> 14;
+    const unsigned parity = kind == KA_QUOTA_TOTAL ? 0 : (tag & 1u);
+    return static_cast<uint8_t>(0x80u | parity << 4 | kind << 2 | static_cast<unsigned>(subject));
+}
 
 }  // namespace keyauth

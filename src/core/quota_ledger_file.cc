@@ -4,8 +4,7 @@
 
 namespace keyauth {
 
-bool QuotaLedger::Impl::remap() noexcept {
-    if (tables_in_file() <= mapped.load(std::memory_order_acquire)) return true;
+bool QuotaLedger::Impl::remap_slow() noexcept {
     try {
         std::lock_guard<std::mutex> lock(remap_mu);
         return map_new_tables();

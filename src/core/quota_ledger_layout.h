@@ -152,8 +152,11 @@ struct QuotaLedger::Impl {
 
     // Maps the tables another process appended since; false if one cannot
     // be mapped (then it is tried again next time). One load and compare
-    // while nothing was appended.
-    bool remap() noexcept;
+    // while nothing was appended (every charge asks).
+    bool remap() noexcept {
+        return tables_in_file() <= mapped.load(std::memory_order_acquire) || remap_slow();
+    }
+    bool remap_slow() noexcept;
     bool map_new_tables() noexcept;
 
     // Under the file lock: appends one table of `n` slots, its blocks
@@ -179,10 +182,9 @@ struct QuotaLedger::Impl {
     // slot of an earlier build (its class byte the subject alone) whose
     // word (or, never charged here, others word) is of that class.
     static bool holds(unsigned char *s, uint8_t cls, const unsigned char *id) {
-        if (std::memcmp(s + kIdAt, id, KA_ID_LEN) != 0) return false;
         const uint8_t b = __atomic_load_n(s + kSubjectAt, __ATOMIC_RELAXED);
+        if ((b != cls && b != (cls & 3)) || std::memcmp(s + kIdAt, id, KA_ID_LEN) != 0) return false;
         if (b == cls) return true;
-        if (b != (cls & 3)) return false;
         uint64_t w = __atomic_load_n(word(s), __ATOMIC_ACQUIRE);
         if (w == 0) w = __atomic_load_n(others(s), __ATOMIC_ACQUIRE);
         return w != 0 && tag_of(w) != kMovingTag &&
