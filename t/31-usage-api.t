@@ -283,6 +283,29 @@ subtest 'CSV: every account with use, every day, exactly what was sent' => sub {
        'no other account (none used anything)';
 };
 
+subtest 'CSV for spreadsheets: --bom, and every formula lead shown as text' => sub {
+    my ($rc, $csv, $err) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day, '--by', 'day',
+                                      '--format', 'csv', '--bom');
+    is $rc, 0, '--bom: exit 0' or diag $err;
+    like $csv, qr/\A\xEF\xBB\xBFperiod,/, '--bom: the UTF-8 byte order mark, then the header row';
+    is((() = $csv =~ /\xEF\xBB\xBF/g), 1, '... once, at the start');
+    my ($plain_rc, $plain_csv) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day,
+                                            '--by', 'day', '--format', 'csv');
+    is $csv, "\xEF\xBB\xBF$plain_csv", '... and otherwise the same bytes';
+    my ($j_rc, undef, $j_err) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day,
+                                          '--by', 'day', '--format', 'json', '--bom');
+    is $j_rc, 2, '--bom with JSON: exit 2';
+    like $j_err, qr/--bom/, '... naming --bom';
+    # (names hold no control character: a tab or CR lead is tests/usage_series_test.cc's)
+    for my $lead (';', '=', '+', '-', '@') {
+        my $name = "${lead}SUM(1)";
+        my $a = $t->account(name => $name);
+        my ($n_rc, $out) = run_report('--account', $a->{id}, '--from', $from_day, '--to', $from_day, '--by', 'day');
+        my ($rows) = parse_csv($out);
+        is $rows->[0]{accountName}, "'$name", "a name led by $lead reads back as text, after an apostrophe";
+    }
+};
+
 subtest 'JSON, one account, one key, months, zero-filled days' => sub {
     my ($rc, $out, $err) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day, '--by', 'day',
                                       '--format', 'json');

@@ -210,6 +210,8 @@ TEST(UsageReport, CsvFieldsAsRfc4180WritesThem) {
     EXPECT_EQ(csv_field("-2", true), "'-2");
     EXPECT_EQ(csv_field("@SUM(A1)", true), "'@SUM(A1)");
     EXPECT_EQ(csv_field("\tx", true), "'\tx");
+    EXPECT_EQ(csv_field("\rx", true), "\"'\rx\"");
+    EXPECT_EQ(csv_field(";x", true), "';x") << "a spreadsheet whose list separator is ; splits there";
     EXPECT_EQ(csv_field("=HYPERLINK(\"http://x\",\"y\")", true), "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"");
     EXPECT_EQ(csv_field("a=b", true), "a=b") << "only the first character counts";
     // a value that is not text (an id, a number) is as it is

@@ -66,14 +66,16 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         who changed what, newest first: one account's trail, or every event;
         --limit 1 to 1000 (default 100)
   usage report [--account ACC_ID] [--key KEY_ID] --from DATE --to DATE --by day|month
-               [--format csv|json]
+               [--format csv|json] [--bom]
         what each account used (or one key), per UTC day or calendar month,
         from --from to --to inclusive (dates, YYYY-MM-DD, at most 400 days):
         allowed, rate-limited and quota-exceeded calls and units charged, with
         the account's plan. Every account with any use is a row per period
         (and --account's even without). CSV (the default; --json: JSON) is
         RFC 4180 with a header row, CRLF, UTF-8; a name that a spreadsheet
-        would take for a formula starts with an apostrophe
+        would take for a formula (=, +, -, @, ;, tab or CR first) starts
+        with an apostrophe. --bom starts the CSV with the UTF-8 byte order
+        mark, which Excel on Windows needs to read it as UTF-8
   plans import FILE.json
         validate a whole catalog and replace the current one atomically; a
         bad file exits 2 and writes nothing
@@ -101,7 +103,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
                   doubles it, as far as the disk allows; not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
-(--json and --any-scope take no value); only --scope and --allowed-scope may
+(--json, --any-scope and --bom take no value); only --scope and --allowed-scope may
 be given more than once. An unknown command or option, a missing value, a
 repeated option or an extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
@@ -212,7 +214,8 @@ const std::vector<Command> kCommands = {
       {"from", true, false},
       {"to", true, false},
       {"by", true, false},
-      {"format", false, false}},
+      {"format", false, false},
+      {"bom", false, false, true}},
      true},
     {"plans", "import", {"FILE"}, {}, true},
     {"plans", "list", {}, {}, true},

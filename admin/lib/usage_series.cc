@@ -118,7 +118,8 @@ std::vector<UsagePeriod> usage_periods(uint32_t from_day, const std::vector<Buck
 std::string csv_field(std::string_view value, bool text) {
     std::string v(value);
     if (text && !v.empty() &&
-        (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r'))
+        (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == ';' || v[0] == '\t' ||
+         v[0] == '\r'))
         v.insert(v.begin(), '\'');
     if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
     std::string quoted = "\"";

@@ -81,8 +81,10 @@ std::vector<UsagePeriod> usage_periods(uint32_t from_day, const std::vector<Buck
 
 // One CSV field as RFC 4180 writes it: quoted when it holds a comma, a
 // double quote, CR or LF, its quotes doubled. `text`: a value that a
-// spreadsheet would take for a formula (=, +, -, @, tab or CR first) gets a
-// leading apostrophe, so that a stored name is shown, never run.
+// spreadsheet would take for a formula or split (OWASP's CSV injection
+// list: =, +, -, @, tab or CR first; and ;, the list separator where a
+// comma is the decimal mark) gets a leading apostrophe, so that a stored
+// name is shown, never run.
 std::string csv_field(std::string_view value, bool text);
 
 }  // namespace keyauth
