@@ -110,6 +110,17 @@ TEST_F(UsageApiTest, DaysFromDatesAndRounding) {
     EXPECT_EQ(u["to"], "2026-11-22T00:00:00.000Z");
     EXPECT_EQ(u["series"][0]["allowed"], 5);
     EXPECT_EQ(u["series"][1]["allowed"], 1);
+    // a date as to includes that whole day; an instant is an exclusive end
+    json both = parsed(get("granularity=day&from=2026-11-20&to=2026-11-21", &alice));
+    ASSERT_EQ(both["series"].size(), 2u) << both.dump();
+    EXPECT_EQ(both["to"], "2026-11-22T00:00:00.000Z") << "the end of the 21st, exclusive";
+    EXPECT_EQ(both["totals"]["allowed"], 6);
+    json day = parsed(get("granularity=day&from=2026-11-21&to=2026-11-21", &alice));
+    ASSERT_EQ(day["series"].size(), 1u) << day.dump();
+    EXPECT_EQ(day["totals"]["allowed"], 1) << "from=to=a date: that day";
+    json hours = parsed(get("granularity=hour&from=2026-11-20&to=2026-11-20", &alice));
+    EXPECT_EQ(hours["series"].size(), 24u) << hours.dump();
+    EXPECT_EQ(hours["totals"]["allowed"], 5);
     // offsets are instants like any other
     json h = parsed(get("granularity=hour&from=2026-11-20T14:30:00%2B05:30&to=2026-11-20T15:30:00%2B05:30", &alice));
     ASSERT_EQ(h["series"].size(), 1u) << h.dump();
@@ -154,9 +165,10 @@ TEST_F(UsageApiTest, BadInputNamesTheField) {
         {"to=2026-13-01", "to"},
         {"from=2026-11-20T09:00:00", "from"},  // no zone: not RFC 3339
         {"from=2026-11-21&to=2026-11-20", "from"},
-        {"from=2026-11-20&to=2026-11-20", "from"},
+        {"from=2026-11-20&to=2026-11-20T00:00:00Z", "from"},  // empty: an instant as to is exclusive
+        {"to=1970-01-01", "to"},  // from not given: the default 30 days would start in 1969
         {"granularity=hour&from=2026-11-20T00:00:00Z&to=2026-11-27T01:00:00Z", "to"},  // 169 hours
-        {"granularity=day&from=2025-01-01&to=2026-02-06", "to"},                        // 401 days
+        {"granularity=day&from=2025-01-01&to=2026-02-05", "to"},                        // 401 days
         {"keyId=key_123", "keyId"},
         {"keyId=" + id_to_string(kAccountIdPrefix, alice.account.id), "keyId"},
         {"limit=10", "limit"},
@@ -170,7 +182,7 @@ TEST_F(UsageApiTest, BadInputNamesTheField) {
     }
     // the widest ranges allowed
     EXPECT_EQ(get("granularity=hour&from=2026-11-20T00:00:00Z&to=2026-11-27T00:00:00Z", &alice).status, 200);
-    EXPECT_EQ(get("granularity=day&from=2025-01-01&to=2026-02-05", &alice).status, 200);
+    EXPECT_EQ(get("granularity=day&from=2025-01-01&to=2026-02-04", &alice).status, 200);
 }
 
 TEST_F(UsageApiTest, TokenAndMethod) {
@@ -182,7 +194,7 @@ TEST_F(UsageApiTest, TokenAndMethod) {
 
 // No usage env yet (no edge has collected): zeros, never an error.
 TEST_F(UsageApiTest, NoUsageYetIsZeros) {
-    HttpResponse r = get("granularity=day&from=2026-11-20&to=2026-11-22", &alice);
+    HttpResponse r = get("granularity=day&from=2026-11-20&to=2026-11-21", &alice);
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(parsed(r)["totals"], counts(0, 0, 0, 0));
     EXPECT_EQ(parsed(r)["series"].size(), 2u);

@@ -1,6 +1,7 @@
 // keyauthctl usage report: what each account (or one key) used, per UTC day
 // or calendar month, for billing: CSV (RFC 4180) or JSON.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "command_support.h"
@@ -18,11 +19,15 @@ namespace {
 
 std::unique_ptr<keyauth::UsageSource> usage_source;
 
-// --from/--to: a UTC date, its day number.
-uint32_t day_arg(const Args &a, const char *name) {
+// --from DATE: its day number; --to DATE: the day after it, where the
+// range ends (a date as to includes that whole day, as GET /v1/usage reads
+// it: parse_usage_to).
+uint32_t date_arg(const Args &a, const char *name) {
     const std::string v = a.need(name);
-    auto ms = keyauth::parse_usage_instant(v);
-    if (!ms || v.size() != 10) throw UsageError(std::string("--") + name + " must be a date, YYYY-MM-DD");
+    std::optional<int64_t> ms;
+    if (keyauth::is_usage_date(v))
+        ms = std::string(name) == "to" ? keyauth::parse_usage_to(v) : keyauth::parse_usage_instant(v);
+    if (!ms) throw UsageError(std::string("--") + name + " must be a date, YYYY-MM-DD");
     return keyauth::period_of(Granularity::kDay, *ms);
 }
 
@@ -36,11 +41,10 @@ std::string day_label(uint32_t day) {
 void set_usage_source(std::unique_ptr<keyauth::UsageSource> source) { usage_source = std::move(source); }
 
 int run_usage(keyauth::Store &store, const Args &a) {
-    const uint32_t from = day_arg(a, "from"), last = day_arg(a, "to");
-    if (last < from) throw UsageError("--to is before --from");
     keyauth::UsageReportQuery q;
-    q.from_day = from;
-    q.to_day = last + 1;
+    q.from_day = date_arg(a, "from");
+    q.to_day = date_arg(a, "to");
+    if (q.to_day <= q.from_day) throw UsageError("--to is before --from");
     if (q.to_day - q.from_day > keyauth::kDefaultDayBucketsKept) throw UsageError("at most 400 days from --from to --to");
     const std::string by = a.need("by");
     if (by != "day" && by != "month") throw UsageError("--by must be day or month");
@@ -56,7 +60,8 @@ int run_usage(keyauth::Store &store, const Args &a) {
     if (format == "json") {
         json out = json::array();
         for (const auto &r : rows) out.push_back(keyauth::usage_report_json_row(r));
-        print(true, json{{"from", day_label(from)}, {"to", day_label(last)}, {"by", by}, {"rows", out}}, "");
+        print(true, json{{"from", day_label(q.from_day)}, {"to", day_label(q.to_day - 1)}, {"by", by}, {"rows", out}},
+              "");
         return 0;
     }
     std::string csv = bom ? std::string(keyauth::kUtf8Bom) : "";

@@ -36,16 +36,28 @@ std::optional<Granularity> parse_granularity(std::string_view text);
 // UTC date, YYYY-MM-DD (its 00:00). Nullopt for anything else.
 std::optional<int64_t> parse_usage_instant(std::string_view text);
 
+// True for a date alone (YYYY-MM-DD), the form a bound names a whole day in.
+bool is_usage_date(std::string_view text);
+
+// Where a range given as `to` ends, exclusive, as GET /v1/usage, keyauthctl
+// usage report and the console all read it: an instant is a half-open
+// bound (itself); a date includes that whole UTC day (the next day's
+// 00:00: to=2026-11-30 is November's last day). Nullopt as for
+// parse_usage_instant.
+std::optional<int64_t> parse_usage_to(std::string_view text);
+
 // The period holding `ms`, and the first period that starts at or after it.
 uint32_t period_floor(Granularity g, int64_t ms);
 uint32_t period_ceil(Granularity g, int64_t ms);
 
 // GET /v1/usage's range from its parameters (nullopt: not given): the
-// granularity (default day); `from` rounded down and `to` up to whole
-// periods, so that the range covers every instant asked for; without `to`,
-// the end of the current period (now_ms); without `from`, 48 hours or 30
-// days before `to`. At most max_buckets(g) periods, ending before the year
-// 10000. On a refusal, `field` names the parameter and the range is empty.
+// granularity (default day); `from` rounded down and `to` (parse_usage_to)
+// up to whole periods, so that the range covers every instant asked for;
+// without `to`, the end of the current period (now_ms); without `from`, the
+// 48 hours or 30 days ending at `to` (refused, naming `to`, if they would
+// start before 1970). At most max_buckets(g) periods, ending before the
+// year 10000. On a refusal, `field` names the parameter and the range is
+// empty.
 struct UsageRangeAnswer {
     UsageRange range;
     std::string field;  // empty: the range is good
