@@ -33,6 +33,11 @@ protected:
     CreatedAccount bob = store.create_account("bob", 100);
     KeyRecord a1 = make_key(alice), a2 = make_key(alice), b1 = make_key(bob);
 
+    // reads clip to what is kept at the store's now: two days after kNine
+    UsageApiTest() {
+        store.set_clock([] { return kNine + 2 * kMsPerDay; });
+    }
+
     KeyRecord make_key(const CreatedAccount &who) {
         KeySpec spec;
         spec.name = "k";
@@ -190,6 +195,33 @@ TEST_F(UsageApiTest, TokenAndMethod) {
     HttpResponse r = get("", &alice, "POST");
     EXPECT_EQ(r.status, 405);
     EXPECT_EQ(r.headers.at(0).second, "GET");
+}
+
+// Reads clip to the retention window, whether or not the edge has aged the
+// buckets out (an idle edge has not): hours are kept 7 days, days as long
+// as the edge keeps them (keyauth_usage_history, recorded in its usage env).
+TEST_F(UsageApiTest, ReadsClipToTheRetentionWindow) {
+    count(a1, {5, 0, 0, 5}, kNine);
+    const std::string hour_q = "granularity=hour&from=2026-11-20T09:00:00Z&to=2026-11-20T10:00:00Z";
+    const std::string day_q = "granularity=day&from=2026-11-20&to=2026-11-20";
+    store.set_clock([] { return kNine + 7 * kMsPerDay - 1; });
+    EXPECT_EQ(parsed(get(hour_q, &alice))["totals"]["allowed"], 5) << "the 168th hour is kept";
+    store.set_clock([] { return kNine + 9 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(hour_q, &alice))["totals"]["allowed"], 0) << "an hour 9 days old is past its keeping";
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 5) << "its day is kept";
+    store.set_clock([] { return kNine + 399 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 5) << "the 400th day is kept";
+    store.set_clock([] { return kNine + 404 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 0) << "a day 404 days old is past its keeping";
+
+    // an edge that keeps 30 days (keyauth_usage_history 30d), or 3660
+    std::string err;
+    ASSERT_TRUE(UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err, 30)) << err;
+    store.set_clock([] { return kNine + 31 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 0) << "past the edge's 30 days";
+    ASSERT_TRUE(UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err, 3660)) << err;
+    store.set_clock([] { return kNine + 404 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 5) << "within the edge's 3660 days";
 }
 
 // No usage env yet (no edge has collected): zeros, never an error.

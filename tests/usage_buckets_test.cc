@@ -167,6 +167,45 @@ TEST(UsageBucket, OldBucketsAgeOut) {
     EXPECT_GT(std::get<2>(hours.begin()->first), last_hour - kHourBucketsKept);
 }
 
+// An idle edge (nothing counted since) still ages out what is past its
+// keeping: a collection's last part does it, traffic or not (#44 item 12:
+// hours 9 days old and days 404 days old read back until the next request).
+TEST(UsageBucket, AnIdleCollectionAgesOutOldBuckets) {
+    TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    std::string err;
+    const Id a = id_of(1), k = id_of(2);
+    {
+        auto env = UsageEnv::open(path, err, 400);
+        ASSERT_TRUE(env) << err;
+        std::vector<UsageDelta> d{delta(a, k, {1, 0, 0, 1})};
+        ASSERT_TRUE(env->add(d.data(), 1, kNine, err)) << err;
+    }
+    std::vector<unsigned char> mem(UsageTable::kHeaderBytes + 64 * UsageTable::kSlotBytes);
+    ASSERT_TRUE(ka_usage_table_format(mem.data(), mem.size()));
+    std::mutex mu;
+    ka_lock_t lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
+                   [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
+    char why[256] = "";
+    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), 400, why, sizeof(why));
+    ASSERT_NE(env, nullptr) << why;
+    auto collect_at = [&](int64_t now) {
+        for (size_t from = 0; from < ka_usage_table_slots(mem.data());)
+            ASSERT_EQ(ka_usage_flush_part(mem.data(), env, &from, now, now, 300000, &lock, why, sizeof(why)), 0)
+                << why;
+    };
+    auto src = make_lmdb_usage_source(path);
+    const uint32_t h9 = period_of(Granularity::kHour, kNine), day = period_of(Granularity::kDay, kNine);
+    collect_at(kNine + 7 * kMsPerDay - 1);  // the hour is still kept: its 168th
+    EXPECT_EQ(read(*src, Granularity::kHour, h9, h9 + 1).size(), 1u);
+    collect_at(kNine + 9 * kMsPerDay);
+    EXPECT_TRUE(read(*src, Granularity::kHour, h9, h9 + 1).empty()) << "an hour 9 days old, aged out while idle";
+    EXPECT_EQ(read(*src, Granularity::kDay, day, day + 1).size(), 1u);
+    collect_at(kNine + 404 * kMsPerDay);
+    EXPECT_TRUE(read(*src, Granularity::kDay, day, day + 1).empty()) << "a day 404 days old, aged out while idle";
+    ka_usage_env_close(env);
+}
+
 // A collection that finds the map full doubles it and writes again: nothing
 // is refused, nothing is lost (the env starts at 1 GiB; buckets add up).
 TEST(UsageBucket, AFullMapGrows) {

@@ -114,7 +114,7 @@ TEST(UsageSeries, ZeroFilledInOrderEdgesAddedUp) {
                 row(1, 2, kNineHour + 9, {100, 0, 0, 100}),  // after the range
                 row(7, 8, kNineHour, {50, 0, 0, 50})};       // another account
     UsageRange range{Granularity::kHour, kNineHour - 1, kNineHour + 3};
-    auto s = usage_series(src, range, &acc, nullptr);
+    auto s = usage_series(src, range, &acc, nullptr, kNine);
     ASSERT_EQ(s.size(), 4u);
     EXPECT_TRUE(same(s[0], {}));
     EXPECT_TRUE(same(s[1], {8, 1, 1, 12}));
@@ -126,7 +126,7 @@ TEST(UsageSeries, ZeroFilledInOrderEdgesAddedUp) {
     EXPECT_TRUE(src.asked[0].account);
     EXPECT_FALSE(src.asked[0].key);
 
-    auto one = usage_series(src, range, &acc, &key);
+    auto one = usage_series(src, range, &acc, &key, kNine);
     EXPECT_TRUE(same(one[1], {7, 1, 1, 11})) << "the one key, both edges";
     BucketCounts totals;
     for (const auto &c : one) totals.add(c);
@@ -137,11 +137,11 @@ TEST(UsageSeries, RowsOutsideTheRangeAreNeverWritten) {
     FakeSource src;
     src.stray = {row(1, 2, 10, {1, 1, 1, 1}), row(1, 2, 99, {1, 1, 1, 1})};
     const Id acc = id_of(1);
-    auto s = usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr);
+    auto s = usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr, 21 * kMsPerDay);
     ASSERT_EQ(s.size(), 2u);
     EXPECT_TRUE(same(s[0], {}));
     EXPECT_TRUE(same(s[1], {}));
-    EXPECT_TRUE(usage_series(src, UsageRange{Granularity::kDay, 22, 22}, &acc, nullptr).empty());
+    EXPECT_TRUE(usage_series(src, UsageRange{Granularity::kDay, 22, 22}, &acc, nullptr, 21 * kMsPerDay).empty());
 }
 
 TEST(UsageSeries, AnUnreadableSourceThrowsUnavailable) {
@@ -149,7 +149,7 @@ TEST(UsageSeries, AnUnreadableSourceThrowsUnavailable) {
     src.unavailable = true;
     const Id acc = id_of(1);
     try {
-        usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr);
+        usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr, 21 * kMsPerDay);
         FAIL() << "no throw";
     } catch (const StoreError &e) {
         EXPECT_EQ(e.kind(), StoreError::Kind::kUnavailable);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "le.h"
 #include "store_error.h"
 #include "usage_source.h"
 
@@ -100,6 +101,21 @@ public:
         }
     }
 
+    // What the edge recorded at its last open (meta days_kept), else the
+    // default (no env yet, or one of an edge older than the record).
+    uint32_t days_kept() override {
+        std::optional<Tables> t = tables();
+        if (!t || !t->has_meta) return kDefaultDayBucketsKept;
+        MDB_txn *txn = begin_read(env_);
+        MDB_val k{sizeof(KA_USAGE_META_DAYS_KEPT) - 1, const_cast<char *>(KA_USAGE_META_DAYS_KEPT)}, v{};
+        const int rc = mdb_get(txn, t->meta, &k, &v);
+        uint32_t days = 0;
+        if (rc == 0 && v.mv_size == sizeof(days)) days = load_le<uint32_t>(static_cast<const unsigned char *>(v.mv_data));
+        mdb_txn_abort(txn);
+        if (rc != 0 && rc != MDB_NOTFOUND) fail("mdb_get", rc);
+        return days == 0 ? kDefaultDayBucketsKept : days;
+    }
+
 private:
     [[noreturn]] void fail(const char *what, int rc) {
         throw StoreError(StoreError::Kind::kUnavailable, "",
@@ -118,9 +134,10 @@ private:
     }
 
     struct Tables {
-        MDB_dbi usage, hours, days;
+        MDB_dbi usage, hours, days, meta;
         bool buckets;  // hours and days exist (an env of an edge older
                        // than the buckets has only the totals)
+        bool has_meta;
     };
 
     // The env and its tables, opened once: LMDB forbids mdb_dbi_open in
@@ -157,6 +174,14 @@ private:
             // made, never written: asked again next time
             if (rc == MDB_NOTFOUND) return std::nullopt;
             fail("mdb_dbi_open", rc);
+        }
+        if (!t.has_meta) {
+            rc = mdb_dbi_open(txn, KA_USAGE_DB_META, 0, &t.meta);
+            if (rc != 0 && rc != MDB_NOTFOUND) {
+                mdb_txn_abort(txn);
+                fail("mdb_dbi_open", rc);
+            }
+            t.has_meta = rc == 0;
         }
         rc = mdb_dbi_open(txn, KA_USAGE_DB_HOURS, 0, &t.hours);
         if (rc == 0) rc = mdb_dbi_open(txn, KA_USAGE_DB_DAYS, 0, &t.days);

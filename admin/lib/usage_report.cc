@@ -26,13 +26,12 @@ std::vector<UsageReportRow> usage_report(Store &store, UsageSource *source, cons
     std::map<Id, std::vector<BucketCounts>> days;
     if (account) days[*account].resize(range.size());
     if (source != nullptr) {
-        source->buckets(Granularity::kDay, range.from, range.to, account ? &*account : nullptr,
-                        q.key ? &*q.key : nullptr, [&](const BucketRow &row) {
-                            if (row.period < range.from || row.period >= range.to) return;
-                            auto &series = days[row.account];
-                            series.resize(range.size());
-                            series[row.period - range.from].add(row.counts);
-                        });
+        kept_buckets(*source, range, account ? &*account : nullptr, q.key ? &*q.key : nullptr, store.now(),
+                     [&](const BucketRow &row) {
+                         auto &series = days[row.account];
+                         series.resize(range.size());
+                         series[row.period - range.from].add(row.counts);
+                     });
     }
 
     std::vector<UsageReportRow> rows;

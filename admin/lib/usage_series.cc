@@ -1,5 +1,6 @@
 #include "usage_series.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "rfc3339.h"
@@ -100,13 +101,22 @@ UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity
     return UsageRangeAnswer{range, "", ""};
 }
 
-std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
-                                       const Id *key) {
-    std::vector<BucketCounts> series(range.size());
-    if (series.empty()) return series;
-    source.buckets(range.granularity, range.from, range.to, account, key, [&](const BucketRow &row) {
-        if (row.period >= range.from && row.period < range.to) series[row.period - range.from].add(row.counts);
+void kept_buckets(UsageSource &source, const UsageRange &range, const Id *account, const Id *key, int64_t now_ms,
+                  const BucketSink &each) {
+    if (range.size() == 0) return;
+    const uint32_t days = range.granularity == Granularity::kDay ? source.days_kept() : 0;
+    const uint32_t from = std::max(range.from, first_kept_period(range.granularity, now_ms, days));
+    if (from >= range.to) return;
+    source.buckets(range.granularity, from, range.to, account, key, [&](const BucketRow &row) {
+        if (row.period >= from && row.period < range.to) each(row);
     });
+}
+
+std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
+                                       const Id *key, int64_t now_ms) {
+    std::vector<BucketCounts> series(range.size());
+    kept_buckets(source, range, account, key, now_ms,
+                 [&](const BucketRow &row) { series[row.period - range.from].add(row.counts); });
     return series;
 }
 

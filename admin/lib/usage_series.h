@@ -69,11 +69,18 @@ UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity
                                    const std::optional<std::string> &from, const std::optional<std::string> &to,
                                    int64_t now_ms);
 
+// source.buckets() of the range's periods still kept at now_ms
+// (first_kept_period, with the source's days_kept()): an older bucket an
+// idle edge, or etcd between two age-outs, still holds is never handed out.
+void kept_buckets(UsageSource &source, const UsageRange &range, const Id *account, const Id *key, int64_t now_ms,
+                  const BucketSink &each);
+
 // The range's series: one BucketCounts per period, in order, zeros where no
-// edge counted anything; the buckets of `account` (all when null) and `key`
-// (all of the account's when null), every edge's added up.
+// edge counted anything or the period is no longer kept at now_ms; the
+// buckets of `account` (all when null) and `key` (all of the account's when
+// null), every edge's added up.
 std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
-                                       const Id *key);
+                                       const Id *key, int64_t now_ms);
 
 // {"allowed","rateLimited","quotaExceeded","units"}
 nlohmann::json counts_json(const BucketCounts &c);

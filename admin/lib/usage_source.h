@@ -46,6 +46,12 @@ public:
     // StoreError kUnavailable when the source cannot be read now.
     virtual void buckets(Granularity g, uint32_t from, uint32_t to, const Id *account,
                          const Id *key, const BucketSink &each) = 0;
+
+    // How many days of day buckets the edges keep (keyauth_usage_history,
+    // keyauth-syncd --usage-history): what they recorded, else the default.
+    // Readers clip to it (kept_buckets, usage_series.h), aged out or not.
+    // Throws as buckets() does.
+    virtual uint32_t days_kept() { return kDefaultDayBucketsKept; }
 };
 
 // Reads PATH (default: the store's path + ".usage") once it exists.

@@ -97,6 +97,12 @@ long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t
         }
     }
     *from = end;
+    // the walk's end: what is past its keeping goes, traffic or not (a
+    // failure is tried again at the next collection's end)
+    if (end == t->slots()) {
+        std::string ignored;
+        (void)env->env->age_out(now_ms, ignored);
+    }
     return static_cast<long>(deltas.size());
 }
 

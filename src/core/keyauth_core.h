@@ -330,7 +330,8 @@ void ka_usage_env_close(ka_usage_env_t *env);
  * and day buckets of bucket_ms, and frees the slots of keys idle for
  * idle_ms. A collection calls it until *from reaches
  * ka_usage_table_slots(), so that a large zone gives the event loop back
- * between parts. Returns the number of keys written and advances *from, or
+ * between parts; the last part also ages out the buckets past their
+ * keeping at now_ms, whether or not anything was counted. Returns the number of keys written and advances *from, or
  * -1 with err filled: then the deltas of that part are back in the table and
  * *from stays where it began. Any worker may call it at any time: a delta is
  * taken by exactly one caller. */

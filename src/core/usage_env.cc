@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "le.h"
 #include "usage_record.h"
 
 namespace keyauth {
@@ -59,6 +60,18 @@ int ensure_edge_id(MDB_txn *txn, MDB_dbi meta, unsigned char out[KA_USAGE_EDGE_I
     return rc;
 }
 
+// How long this edge keeps day buckets, for keyauthd's reads to clip to:
+// written at every open, as the edge's keyauth_usage_history may change.
+int put_days_kept(MDB_txn *txn, MDB_dbi meta, uint32_t days_kept, std::string &err) {
+    MDB_val k{sizeof(KA_USAGE_META_DAYS_KEPT) - 1, const_cast<char *>(KA_USAGE_META_DAYS_KEPT)};
+    unsigned char le[4];
+    store_le<uint32_t>(le, days_kept);
+    MDB_val v{sizeof(le), le};
+    int rc = mdb_put(txn, meta, &k, &v, 0);
+    if (rc != 0) err = mdb_error("writing days_kept", rc);
+    return rc;
+}
+
 // Before LMDB opens: it would make lock.mdb with data.mdb's mode.
 bool create_lock_file(const std::string &dir, std::string &err) {
     const std::string path = dir + "/lock.mdb";
@@ -95,7 +108,7 @@ int add_bucket(MDB_txn *txn, MDB_dbi dbi, const unsigned char key[KA_USAGE_BUCKE
 // Deletes the buckets of periods before `keep_from` from the start of the
 // table (it is in time order: only old buckets are visited), at most
 // `budget` of them; returns what is left of the budget.
-int age_out(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget) {
+int age_out_table(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget) {
     MDB_cursor *cur = nullptr;
     int rc = mdb_cursor_open(txn, dbi, &cur);
     if (rc != 0) return rc;
@@ -172,7 +185,8 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
             mdb_txn_abort(txn);
             return nullptr;
         }
-        if (ensure_edge_id(txn, u->meta_, u->edge_id_, err) != 0) {
+        if (ensure_edge_id(txn, u->meta_, u->edge_id_, err) != 0 ||
+            put_days_kept(txn, u->meta_, u->days_kept_, err) != 0) {
             mdb_txn_abort(txn);
             return nullptr;
         }
@@ -245,11 +259,41 @@ int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexc
         rc = mdb_put(txn, usage_, &k, &v, 0);
     }
     size_t budget = kAgeOutPerCollection;
-    if (rc == 0 && hour >= kHourBucketsKept) rc = age_out(txn, hours_, hour - kHourBucketsKept + 1, budget);
-    if (rc == 0 && day >= days_kept_) rc = age_out(txn, days_, day - days_kept_ + 1, budget);
+    if (rc == 0) rc = age_out_both(txn, bucket_ms, budget);
     if (rc == 0) return mdb_txn_commit(txn);
     mdb_txn_abort(txn);
     return rc;
+}
+
+int UsageEnv::age_out_both(MDB_txn *txn, int64_t now_ms, size_t &budget) noexcept {
+    int rc = age_out_table(txn, hours_, first_kept_period(Granularity::kHour, now_ms, days_kept_), budget);
+    if (rc == 0) rc = age_out_table(txn, days_, first_kept_period(Granularity::kDay, now_ms, days_kept_), budget);
+    return rc;
+}
+
+bool UsageEnv::age_out(int64_t now_ms, std::string &err) noexcept {
+    MDB_txn *txn = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(env_, 0);
+        rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+    }
+    if (rc != 0) {
+        err = mdb_strerror(rc);
+        return false;
+    }
+    const size_t budget_was = kAgeOutPerCollection;
+    size_t budget = budget_was;
+    rc = age_out_both(txn, now_ms, budget);
+    // nothing past its keeping (the usual case): nothing is written
+    if (rc == 0 && budget == budget_was) {
+        mdb_txn_abort(txn);
+        return true;
+    }
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc != 0) err = mdb_strerror(rc);
+    return rc == 0;
 }
 
 }  // namespace keyauth

@@ -32,7 +32,8 @@ public:
     // and takes reader slots, only the workers' user writes it) and its
     // random edge id if they are missing. Null with a reason on failure.
     // Day buckets older than `days_kept` days are aged out as hours are
-    // after kHourBucketsKept.
+    // after kHourBucketsKept; `days_kept` is recorded in the env's meta
+    // (days_kept) for its readers.
     // `map_bytes`: the map to start with (a full one is doubled).
     static std::unique_ptr<UsageEnv> open(const std::string &path, std::string &err,
                                           uint32_t days_kept = kDefaultDayBucketsKept,
@@ -45,12 +46,20 @@ public:
     // written (the caller gives them back).
     bool add(const UsageDelta *deltas, size_t n, int64_t bucket_ms, std::string &err) noexcept;
 
+    // Ages out, in a write transaction of its own, a bounded number of the
+    // buckets past their keeping at now_ms, as add() does: a collection
+    // with nothing to add (an idle edge) still does it. Writes nothing when
+    // nothing is that old. False with a reason if LMDB refused.
+    bool age_out(int64_t now_ms, std::string &err) noexcept;
+
     const unsigned char *edge_id() const noexcept { return edge_id_; }
 
 private:
     UsageEnv() = default;
     // One write transaction of add(); an LMDB return code.
     int write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexcept;
+    // Both tables' buckets before first_kept_period at now_ms, within budget.
+    int age_out_both(MDB_txn *txn, int64_t now_ms, size_t &budget) noexcept;
     MDB_env *env_ = nullptr;
     MDB_dbi usage_ = 0;
     MDB_dbi meta_ = 0;

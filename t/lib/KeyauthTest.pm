@@ -611,6 +611,28 @@ sub usage {
     return \%u;
 }
 
+# The periods (hours or days since the epoch) of the buckets in the usage
+# env's `hours` or `days` table (keyauth_db + ".usage", or $dir), read with
+# mdb_dump: { period => number of buckets } (empty while there is none).
+sub usage_buckets {
+    my ($self, $table, $dir) = @_;
+    $dir //= "$self->{db}.usage";
+    return {} unless -e "$dir/data.mdb";
+    open my $fh, '-|', 'mdb_dump', '-s', $table, $dir or die "mdb_dump: $!";
+    my ($data, $key, %periods) = (0);
+    while (my $l = <$fh>) {
+        chomp $l;
+        if ($l eq 'HEADER=END') { $data = 1; next }
+        last if $l eq 'DATA=END';
+        next unless $data;
+        if (defined $key) { undef $key; next }   # the value line
+        ($key = $l) =~ s/^ //;
+        $periods{ hex substr($key, 0, 8) }++ if length $key == 56;
+    }
+    close $fh;
+    return \%periods;
+}
+
 sub DESTROY {
     my $self = shift;
     local $?;  # waitpid here must not become the test's exit status
