@@ -27,7 +27,7 @@ class UsageApiTest : public ::testing::Test {
 protected:
     TempDir dir;
     Store store{std::make_unique<LmdbBackend>(dir.sub("db"))};
-    std::unique_ptr<UsageSource> usage = make_usage_source(dir.sub("db"), {}, "");
+    std::unique_ptr<UsageSource> usage = make_usage_source(default_usage_dir(dir.sub("db")), {}, "");
     ConsoleApi api{store, usage.get()};
     CreatedAccount alice = store.create_account("alice", 100);
     CreatedAccount bob = store.create_account("bob", 100);

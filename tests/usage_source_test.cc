@@ -95,7 +95,7 @@ TEST(UsageKeyspace, SyncdsWatchEndsBeforeUsageAndAfterEveryTable) {
 
 TEST(LmdbUsageSource, NoEnvMeansUnusedKeys) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     auto u = src->usage_of(id_of(1), {id_of(2), id_of(3)});
     ASSERT_EQ(u.size(), 2u);
     EXPECT_EQ(u[id_of(2)], KeyUsage{});
@@ -103,7 +103,7 @@ TEST(LmdbUsageSource, NoEnvMeansUnusedKeys) {
 
 TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], KeyUsage{}) << "before the env exists";
     const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
     count(path, id_of(1), id_of(2), 5, 1, 1000);
@@ -120,7 +120,7 @@ TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
 // buckets are read too, by the same source.
 TEST(LmdbUsageSource, AnEnvWithoutBucketTablesStillGivesItsTotals) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
     {  // the older edge's env, by plain LMDB: the usage table only
         ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
@@ -160,7 +160,7 @@ TEST(LmdbUsageSource, AnEnvWithoutBucketTablesStillGivesItsTotals) {
 // under the other readers: a use after free that ASan reports here).
 TEST(LmdbUsageSource, ConcurrentReadersWhileTheWorkerWrites) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
     count(path, id_of(1), id_of(2), 1, 0, 1000);
     std::atomic<int> wrong{0};

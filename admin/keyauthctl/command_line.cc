@@ -13,7 +13,7 @@
 namespace keyauthctl {
 
 extern const char kUsage[];
-const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
+const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] COMMAND
        keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
   account create --name NAME (--entitlement RPM | --plan PLAN_ID | both) [--max-keys N]
@@ -90,6 +90,10 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         and whether USER (the nginx worker user) can use it; exit 1 on a failure
 
   --db PATH       the LMDB environment directory (or $KEYAUTH_DB); created if missing
+  --usage-db PATH the usage store the nginx workers write (nginx's
+                  keyauth_usage_db), where account show, key show and usage
+                  report read what was used (default: --db PATH + ".usage");
+                  not for --etcd, not for doctor
   --etcd URL[,URL...]
                   many-edge mode: the etcd cluster that holds the store,
                   instead of --db (or $KEYAUTH_ETCD); not for doctor
@@ -225,7 +229,8 @@ const std::vector<Command> kCommands = {
 };
 
 // Options every command takes (--map-size: those that open the store).
-const char *const kGlobalOptions[] = {"db", "map-size", "etcd", "etcd-prefix", "etcd-cacert", "etcd-cert", "etcd-key"};
+const char *const kGlobalOptions[] = {"db",          "usage-db",  "map-size", "etcd",
+                                      "etcd-prefix", "etcd-cacert", "etcd-cert", "etcd-key"};
 
 bool is_etcd_option(const std::string &name) { return name.rfind("etcd", 0) == 0; }
 
@@ -357,7 +362,7 @@ void check_args(Args &a) {
             if (opt == o.name) spec = &o;
         // doctor examines an LMDB directory: it takes no etcd options
         const bool global = opt == "db" || (is_etcd_option(opt) && std::string(c.group) != "doctor") ||
-                            (opt == "map-size" && c.opens_store);
+                            ((opt == "map-size" || opt == "usage-db") && c.opens_store);
         if (spec == nullptr && !global) throw UsageError(name + " does not take --" + opt);
         if (values.size() > 1 && !(spec && spec->repeatable))
             throw UsageError("--" + opt + " given more than once");
