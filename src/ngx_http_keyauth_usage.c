@@ -397,12 +397,26 @@ ngx_http_keyauth_usage_open(ngx_log_t *log)
     ngx_http_keyauth_zone_t       *zone;
     ngx_http_keyauth_main_conf_t  *kmcf;
 
+    kmcf = ngx_http_keyauth_usage_kmcf;
+    zone = kmcf->shm_zone->data;
+
+    /* a store removed or replaced at its path (docs/RELIABILITY.md's
+     * recovery of a corrupt one) is let go at a walk's start, and the path
+     * opened anew: never written into deleted files until a reload */
+    if (ngx_http_keyauth_usage_env != NULL
+        && ngx_http_keyauth_usage_walk_from == 0
+        && ka_usage_env_replaced(ngx_http_keyauth_usage_env))
+    {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "keyauth: the usage store \"%V\" was removed or "
+                      "replaced: opening it anew", &kmcf->usage_db);
+        ka_usage_env_close(ngx_http_keyauth_usage_env);
+        ngx_http_keyauth_usage_env = NULL;
+    }
+
     if (ngx_http_keyauth_usage_env != NULL) {
         return NGX_OK;
     }
-
-    kmcf = ngx_http_keyauth_usage_kmcf;
-    zone = kmcf->shm_zone->data;
 
     ngx_http_keyauth_usage_env = ka_usage_env_open(
                                      (const char *) kmcf->usage_db.data,

@@ -4,6 +4,8 @@
 #include <lmdb.h>
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -209,4 +211,28 @@ TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
         ASSERT_TRUE(read_totals(path, static_cast<unsigned char>(k), t)) << k;
         EXPECT_EQ(t, (UsageTotals{static_cast<uint64_t>(k % 7 + 1), 0, 5000 + k})) << k;
     }
+}
+
+// The collecting worker's handle knows the files it opened: a store removed
+// or another put at the path is "replaced", and the worker opens the path
+// anew (a new store, a new edge id) instead of writing into deleted files
+// until a reload (#44 item 11).
+TEST(UsageEnv, KnowsWhenItsFilesWereRemovedOrReplaced) {
+    keyauth::testing::TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    char err[256];
+    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), 400, err, sizeof(err));
+    ASSERT_NE(env, nullptr) << err;
+    EXPECT_FALSE(ka_usage_env_replaced(env)) << "just opened";
+    ASSERT_EQ(std::system(("rm -rf '" + path + "'").c_str()), 0);
+    EXPECT_TRUE(ka_usage_env_replaced(env)) << "removed";
+    ka_usage_env_t *fresh = ka_usage_env_open(path.c_str(), 400, err, sizeof(err));
+    ASSERT_NE(fresh, nullptr) << err;
+    EXPECT_TRUE(ka_usage_env_replaced(env)) << "another store at the path";
+    EXPECT_FALSE(ka_usage_env_replaced(fresh));
+    ka_usage_env_close(env);
+    // only lock.mdb replaced: the readers' slots are in another file now
+    ASSERT_EQ(std::remove((path + "/lock.mdb").c_str()), 0);
+    EXPECT_TRUE(ka_usage_env_replaced(fresh)) << "lock.mdb removed";
+    ka_usage_env_close(fresh);
 }

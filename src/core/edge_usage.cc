@@ -71,6 +71,8 @@ ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept, char *er
 
 void ka_usage_env_close(ka_usage_env_t *env) { delete env; }
 
+int ka_usage_env_replaced(const ka_usage_env_t *env) { return env->env->replaced(); }
+
 long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t now_ms,
                          int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
                          size_t err_len) {

@@ -324,6 +324,9 @@ int ka_usage_count(void *table, const ka_auth_result_t *key,
 ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept,
     char *err, size_t err_len);
 void ka_usage_env_close(ka_usage_env_t *env);
+/* 1 when the files at its path are no longer the ones it has open (the
+ * store removed, or another put there): close it and open the path anew. */
+int ka_usage_env_replaced(const ka_usage_env_t *env);
 
 /* Moves the deltas of the slots from *from on, at most one write
  * transaction (4096 slots), into env: into the keys' totals and their hour

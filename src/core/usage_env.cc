@@ -132,6 +132,23 @@ int age_out_table(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget)
 
 }  // namespace
 
+bool file_id_of(const std::string &path, FileId &id) noexcept {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;
+    id = FileId{static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino)};
+    return true;
+}
+
+bool UsageEnv::replaced() const noexcept {
+    try {
+        FileId d, l;
+        return !file_id_of(path_ + "/data.mdb", d) || d != data_id_ || !file_id_of(path_ + "/lock.mdb", l) ||
+               l != lock_id_;
+    } catch (...) {  // the path's string: out of memory is no reason to reopen
+        return false;
+    }
+}
+
 bool ensure_usage_dir(const std::string &path, std::string &err) {
     if (::mkdir(path.c_str(), kDirMode) == 0) {
         (void)::chmod(path.c_str(), kDirMode);  // the umask may have taken the group's bits
@@ -194,6 +211,15 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
             err = mdb_error("mdb_txn_commit", rc);
             return nullptr;
         }
+        // the files this handle has: replaced() compares the path's with them
+        mdb_filehandle_t fd = -1;
+        if (mdb_env_get_fd(u->env_, &fd) != 0 || ::fstat(fd, &st) != 0 ||
+            !file_id_of(path + "/lock.mdb", u->lock_id_)) {
+            err = "\"" + path + "\" cannot be examined: " + std::strerror(errno);
+            return nullptr;
+        }
+        u->data_id_ = FileId{static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino)};
+        u->path_ = path;
         return u;
     } catch (const std::exception &e) {  // bad_alloc
         err = e.what();

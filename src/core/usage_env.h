@@ -21,6 +21,15 @@ namespace keyauth {
 // and the quota ledger's home. False with err filled on failure.
 bool ensure_usage_dir(const std::string &path, std::string &err);
 
+// Which file a path is (device and inode), to tell when it was replaced.
+struct FileId {
+    unsigned long long dev = 0, ino = 0;
+    bool operator==(const FileId &o) const noexcept { return dev == o.dev && ino == o.ino; }
+    bool operator!=(const FileId &o) const noexcept { return !(*this == o); }
+};
+// False (id unchanged) when the path cannot be examined: gone.
+bool file_id_of(const std::string &path, FileId &id) noexcept;
+
 class UsageEnv {
 public:
     ~UsageEnv();
@@ -54,6 +63,12 @@ public:
 
     const unsigned char *edge_id() const noexcept { return edge_id_; }
 
+    // True when data.mdb or lock.mdb at the path are not the files this
+    // handle has open (removed, or another store put there: the recovery
+    // docs/RELIABILITY.md gives for a corrupt store): the caller closes it
+    // and opens the path anew, rather than write into deleted files.
+    bool replaced() const noexcept;
+
 private:
     UsageEnv() = default;
     // One write transaction of add(); an LMDB return code.
@@ -67,6 +82,8 @@ private:
     MDB_dbi days_ = 0;
     uint32_t days_kept_ = kDefaultDayBucketsKept;
     unsigned char edge_id_[KA_USAGE_EDGE_ID_LEN] = {};
+    std::string path_;
+    FileId data_id_, lock_id_;  // of the files opened
 };
 
 }  // namespace keyauth
