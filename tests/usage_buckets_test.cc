@@ -32,8 +32,10 @@ Id id_of(unsigned char c) {
     return id;
 }
 
+// No last call recorded: filed at the time UsageEnv::add is given (a delta
+// with one is filed at it: CollectionsFileEachDeltaAtItsLastCall).
 UsageDelta delta(const Id &account, const Id &key, BucketCounts c) {
-    return keyauth::testing::usage_delta(account, key, c, kNine);
+    return keyauth::testing::usage_delta(account, key, c, 0);
 }
 
 using Found = std::map<std::tuple<Id, Id, uint32_t>, BucketCounts>;
@@ -143,6 +145,27 @@ TEST(UsageBucket, CollectionsAddUpInHoursAndDays) {
     EXPECT_TRUE(read(*src, Granularity::kDay, day, day).empty()) << "an empty range";
 }
 
+// A delta is filed at its last call, whenever it is collected: a walk that
+// takes a key's counts after the hour files them in the hour they were
+// made (the zone keeps a key's hours apart; #44 item 13).
+TEST(UsageBucket, CollectionsFileEachDeltaAtItsLastCall) {
+    TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    std::string err;
+    auto env = UsageEnv::open(path, err);
+    ASSERT_TRUE(env) << err;
+    const Id a = id_of(1), k = id_of(2);
+    const std::vector<UsageDelta> d{keyauth::testing::usage_delta(a, k, {3, 0, 0, 3}, kNine - 1),
+                                    keyauth::testing::usage_delta(a, k, {2, 0, 0, 2}, kNine + 1500)};
+    ASSERT_TRUE(env->add(d.data(), d.size(), kNine + 2000, err)) << err;  // collected at 09:00:02
+    auto src = make_lmdb_usage_source(path);
+    const uint32_t h9 = period_of(Granularity::kHour, kNine);
+    Found hours = read(*src, Granularity::kHour, h9 - 1, h9 + 1, &a);
+    EXPECT_EQ((hours[{a, k, h9 - 1}]), (BucketCounts{3, 0, 0, 3})) << "08:59:59.999: the hour before";
+    EXPECT_EQ((hours[{a, k, h9}]), (BucketCounts{2, 0, 0, 2}));
+    EXPECT_EQ(src->usage_of(a, {k})[k].last_used_ms, kNine + 1500);
+}
+
 // Hours are kept 7 days and days `days_kept`: a collection removes what is
 // older from the start of each table, a bounded number at a time.
 TEST(UsageBucket, OldBucketsAgeOut) {
@@ -191,7 +214,7 @@ TEST(UsageBucket, AnIdleCollectionAgesOutOldBuckets) {
     ASSERT_NE(env, nullptr) << why;
     auto collect_at = [&](int64_t now) {
         for (size_t from = 0; from < ka_usage_table_slots(mem.data());)
-            ASSERT_EQ(ka_usage_flush_part(mem.data(), env, &from, now, now, 300000, &lock, why, sizeof(why)), 0)
+            ASSERT_EQ(ka_usage_flush_part(mem.data(), env, &from, now, 300000, &lock, why, sizeof(why)), 0)
                 << why;
     };
     auto src = make_lmdb_usage_source(path);

@@ -57,7 +57,7 @@ long flush_all(ka_usage_env_t *env, std::vector<unsigned char> &mem, const ka_lo
     char err[256];
     long written = 0;
     for (size_t from = 0; from < ka_usage_table_slots(mem.data());) {
-        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 6000, 300000, &lock, err,
+        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 300000, &lock, err,
                                            sizeof(err));
         EXPECT_GE(n, 0) << err;
         if (n < 0) return -1;
@@ -190,7 +190,7 @@ TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
     std::vector<size_t> ends;
     long written = 0;
     for (size_t from = 0; from < slots;) {
-        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 6000, 300000, &lock, err,
+        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 300000, &lock, err,
                                            sizeof(err));
         ASSERT_GE(n, 0) << err;
         written += n;
@@ -200,7 +200,7 @@ TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
     EXPECT_EQ(ends, (std::vector<size_t>{4096, 8192, 10000}));
     EXPECT_EQ(written, 200);
     size_t past_the_end = slots;
-    EXPECT_EQ(ka_usage_flush_part(mem.data(), env, &past_the_end, 6000, 6000, 300000, &lock, err,
+    EXPECT_EQ(ka_usage_flush_part(mem.data(), env, &past_the_end, 6000, 300000, &lock, err,
                                   sizeof(err)),
               0);
     EXPECT_EQ(past_the_end, slots);

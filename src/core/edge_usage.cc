@@ -74,7 +74,7 @@ void ka_usage_env_close(ka_usage_env_t *env) { delete env; }
 int ka_usage_env_replaced(const ka_usage_env_t *env) { return env->env->replaced(); }
 
 long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t now_ms,
-                         int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
+                         int64_t idle_ms, const ka_lock_t *lock, char *err,
                          size_t err_len) {
     auto *t = static_cast<UsageTable *>(table);
     const RateLock l = lock_of(lock);
@@ -91,7 +91,7 @@ long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t
                [&deltas](const UsageDelta &d) { deltas.push_back(d); });
     if (!deltas.empty()) {
         std::string why;
-        if (!env->env->add(deltas.data(), deltas.size(), bucket_ms, why)) {
+        if (!env->env->add(deltas.data(), deltas.size(), now_ms, why)) {
             // these go back; the slots after them were not touched
             for (const UsageDelta &d : deltas) t->restore(d, l);
             say(err, err_len, why);

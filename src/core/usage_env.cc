@@ -227,16 +227,16 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
     }
 }
 
-bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
+bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t now_ms,
                    std::string &err) noexcept {
-    int rc = write(deltas, n, bucket_ms);
+    int rc = write(deltas, n, now_ms);
     // a full map is doubled and the same write made again (the aborted one
     // wrote nothing); the file stays sparse, so only what is used takes disk
     for (int grown = 0; rc == MDB_MAP_FULL && grown < kMaxGrowths; grown++) {
         MDB_envinfo info;
         if (mdb_env_info(env_, &info) != 0 || info.me_mapsize >= kMaxMapSize) break;
         if (mdb_env_set_mapsize(env_, info.me_mapsize * 2) != 0) break;
-        rc = write(deltas, n, bucket_ms);
+        rc = write(deltas, n, now_ms);
     }
     if (rc != 0) {
         err = mdb_strerror(rc);
@@ -245,9 +245,7 @@ bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
     return true;
 }
 
-int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexcept {
-    const uint32_t hour = period_of(Granularity::kHour, bucket_ms);
-    const uint32_t day = period_of(Granularity::kDay, bucket_ms);
+int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t now_ms) noexcept {
     MDB_txn *txn = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
     if (rc == MDB_MAP_RESIZED) {  // another writer (an overlapping worker) grew it
@@ -259,6 +257,8 @@ int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexc
         const BucketCounts c{deltas[i].allowed, deltas[i].rate_limited, deltas[i].quota_exceeded,
                              deltas[i].units};
         if (!c.empty()) {
+            const int64_t at = bucket_of(deltas[i], now_ms);
+            const uint32_t hour = period_of(Granularity::kHour, at), day = period_of(Granularity::kDay, at);
             unsigned char bkey[KA_USAGE_BUCKET_KEY_LEN];
             encode_bucket_key(hour, deltas[i].account_id, deltas[i].key_id, bkey);
             if ((rc = add_bucket(txn, hours_, bkey, c)) != 0) break;
@@ -285,7 +285,7 @@ int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexc
         rc = mdb_put(txn, usage_, &k, &v, 0);
     }
     size_t budget = kAgeOutPerCollection;
-    if (rc == 0) rc = age_out_both(txn, bucket_ms, budget);
+    if (rc == 0) rc = age_out_both(txn, now_ms, budget);
     if (rc == 0) return mdb_txn_commit(txn);
     mdb_txn_abort(txn);
     return rc;

@@ -49,11 +49,19 @@ public:
                                           size_t map_bytes = kDefaultMapBytes);
     static constexpr size_t kDefaultMapBytes = size_t{1} << 30;
 
-    // Adds n deltas to their keys' totals and to their hour and day buckets
-    // of `bucket_ms` in one write transaction, and ages out a bounded number
-    // of buckets past their keeping. False with a reason if nothing was
-    // written (the caller gives them back).
-    bool add(const UsageDelta *deltas, size_t n, int64_t bucket_ms, std::string &err) noexcept;
+    // Adds n deltas to their keys' totals and each to the hour and day
+    // bucket of its counts (bucket_of) in one write transaction, and ages
+    // out a bounded number of buckets past their keeping at now_ms. False
+    // with a reason if nothing was written (the caller gives them back).
+    bool add(const UsageDelta *deltas, size_t n, int64_t now_ms, std::string &err) noexcept;
+
+    // Where a delta's counts are filed: the time of its last counted call
+    // (the zone keeps each hour's counts of a key apart, usage_table.h), or
+    // now_ms for units alone in a slot with no call (charged after an
+    // answer, the call's slot gone meanwhile).
+    static int64_t bucket_of(const UsageDelta &d, int64_t now_ms) noexcept {
+        return d.last_used_ms > 0 ? d.last_used_ms : now_ms;
+    }
 
     // Ages out, in a write transaction of its own, a bounded number of the
     // buckets past their keeping at now_ms, as add() does: a collection
@@ -72,7 +80,7 @@ public:
 private:
     UsageEnv() = default;
     // One write transaction of add(); an LMDB return code.
-    int write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexcept;
+    int write(const UsageDelta *deltas, size_t n, int64_t now_ms) noexcept;
     // Both tables' buckets before first_kept_period at now_ms, within budget.
     int age_out_both(MDB_txn *txn, int64_t now_ms, size_t &budget) noexcept;
     MDB_env *env_ = nullptr;

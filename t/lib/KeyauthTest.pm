@@ -415,9 +415,16 @@ sub port { $_[0]{port} }
 # stops it (TERM by default, KILL for a crash). With core_dir, it runs there
 # with no limit on the size of a core file. It believes the X-Real-IP of
 # nginx, which reaches it from 127.0.0.1, as make run's keyauthd does;
-# trusted_proxy => ADDRS says whom else, '' no one.
+# trusted_proxy => ADDRS says whom else, '' no one. faketime => OFFSET runs
+# it under libfaketime (as start_nginx's), e.g. on nginx's faked clock.
 sub start_keyauthd {
     my ($self, %o) = @_;
+    local $ENV{FAKETIME} = $o{faketime} if $o{faketime};
+    local $ENV{DONT_FAKE_MONOTONIC} = 1 if $o{faketime};
+    # the sanitizer build of keyauthd carries its runtime: libfaketime alone
+    # is preloaded, and ASan told not to insist on coming first
+    local $ENV{LD_PRELOAD} = $FAKETIME_LIB if $o{faketime};
+    local $ENV{ASAN_OPTIONS} = ($ENV{ASAN_OPTIONS} // '') . ':verify_asan_link_order=0' if $o{faketime} && $ASAN;
     my $trusted = $o{trusted_proxy} // '127.0.0.1';
     my @extra = length $trusted ? ('--trusted-proxy', $trusted) : ();
     push @extra, '--map-size', $o{map_size_mib} if $o{map_size_mib};
