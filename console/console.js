@@ -315,8 +315,11 @@ function drawChart(name, usage, keyId) {
   el.replaceChildren();
   const chart = new uPlot(chartOptions(el, usage), stackedData(usage), el);
   fillTable($(c.table), usage);
+  // the first and the last period shown: the answer's `to` is the
+  // exclusive end, the start of the period after the last
+  const last = usage.series[usage.series.length - 1];
   $(c.range).textContent = '(' + periodLabel(usage.from, usage.granularity) + ' to ' +
-    periodLabel(usage.to, usage.granularity) + ' UTC)';
+    periodLabel(last.start, usage.granularity) + ' UTC)';
   return { chart, usage, keyId };
 }
 

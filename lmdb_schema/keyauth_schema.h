@@ -383,6 +383,7 @@ static_assert(sizeof(struct ka_fx_record_v1) == KA_FX_RECORD_SIZE, "layout");
 #define KA_USAGE_DB_DAYS     "days"     /* bucket key (day number) -> bucket record */
 #define KA_USAGE_DB_COUNT    4
 #define KA_USAGE_META_EDGE_ID "edge_id" /* 12 random bytes, made at first open */
+#define KA_USAGE_META_DAYS_KEPT "days_kept" /* u32 LE: keyauth_usage_history, set at each open */
 #define KA_USAGE_EDGE_ID_LEN 12
 #define KA_USAGE_KEY_LEN     (2 * KA_ID_LEN)
 /* The quota ledger (src/core/quota_ledger.h, SCHEMA.md): a file in the

@@ -100,7 +100,7 @@ part() {
     syncd[01])
         n=${1#syncd}
         CMD=("$ROOT/build/keyauth-syncd" --etcd "$endpoints" --db "$VAR/edge$n/db"
-             --metrics "127.0.0.1:$((BASE + 20 + n))")
+             --usage-db "$VAR/edge$n/db.usage" --metrics "127.0.0.1:$((BASE + 20 + n))")
         LOG=$VAR/edge$n/logs/syncd.log PORT=$((BASE + 20 + n)) ;;
     nginx[01])
         n=${1#nginx}
@@ -226,6 +226,7 @@ for n in 0 1; do
     sed -e "s|@SHARED_LIMITS@|keyauth_shared_limits redis://127.0.0.1:$((BASE + 50));|" \
         -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$edge|g" -e "s|@PORT@|$((BASE + n))|g" \
         -e "s|@KEYAUTHD_PORT@|$((BASE + 10 + n))|g" -e "s|@USER_LINE@|$user_line|g" \
+        -e "s|@USAGE_DB@|$edge/db.usage|g" \
         "$ROOT/nginx_conf/demo.conf" > "$edge/nginx.conf"
     up "nginx$n"
 done

@@ -11,7 +11,10 @@ PORT=${KEYAUTH_PORT:-8080}
 KEYAUTHD_PORT=${KEYAUTHD_PORT:-8081}
 VAR=$(mkdir -p "${KEYAUTH_VAR:-$ROOT/var}" && cd "${KEYAUTH_VAR:-$ROOT/var}" && pwd)
 DB=$VAR/db
-CTL=("$ROOT/build/keyauthctl" --db "$DB")
+# the usage store the workers write (keyauth_usage_db): keyauthd and
+# keyauthctl are told where it is
+USAGE_DB=$VAR/db.usage
+CTL=("$ROOT/build/keyauthctl" --db "$DB" --usage-db "$USAGE_DB")
 
 mkdir -p "$VAR/logs" "$VAR/tmp"
 
@@ -33,10 +36,10 @@ if [ "$(id -u)" = 0 ]; then
     # the usage env beside the store, the other way round: the collecting
     # worker (www-data) writes it, keyauthd (root here) reads it as its group
     # (keyauth_usage_db in nginx_conf/README.md)
-    install -d -m 2750 "$DB.usage" && chown -R "www-data:$(id -g)" "$DB.usage" 2>/dev/null || true
+    install -d -m 2750 "$USAGE_DB" && chown -R "www-data:$(id -g)" "$USAGE_DB" 2>/dev/null || true
     if runuser -u www-data -- test -r "$DB/data.mdb" 2>/dev/null &&
        runuser -u www-data -- test -w "$DB/lock.mdb" 2>/dev/null &&
-       runuser -u www-data -- test -w "$DB.usage" 2>/dev/null; then
+       runuser -u www-data -- test -w "$USAGE_DB" 2>/dev/null; then
         user_line="user www-data www-data;"
     else
         user_line="user root root;  # www-data cannot reach $DB"
@@ -44,7 +47,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 sed -e "s|@SHARED_LIMITS@||" -e "s|@ROOT@|$ROOT|g" -e "s|@VAR@|$VAR|g" -e "s|@PORT@|$PORT|g" \
-    -e "s|@KEYAUTHD_PORT@|$KEYAUTHD_PORT|g" -e "s|@USER_LINE@|$user_line|g" \
+    -e "s|@KEYAUTHD_PORT@|$KEYAUTHD_PORT|g" -e "s|@USER_LINE@|$user_line|g" -e "s|@USAGE_DB@|$USAGE_DB|g" \
     "$ROOT/nginx_conf/demo.conf" > "$VAR/nginx.conf"
 
 pids=()
@@ -57,7 +60,7 @@ stop() {
 trap stop INT TERM EXIT
 
 # nginx reaches keyauthd from 127.0.0.1: its X-Real-IP names the client in the audit trail
-"$ROOT/build/keyauthd" --db "$DB" --listen "127.0.0.1:$KEYAUTHD_PORT" --trusted-proxy 127.0.0.1 \
+"$ROOT/build/keyauthd" --db "$DB" --usage-db "$USAGE_DB" --listen "127.0.0.1:$KEYAUTHD_PORT" --trusted-proxy 127.0.0.1 \
     2>>"$VAR/logs/keyauthd.log" &
 pids+=($!)
 nginx -p "$VAR" -c "$VAR/nginx.conf" -e "$VAR/logs/error.log" -g 'daemon off;' &

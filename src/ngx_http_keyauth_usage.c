@@ -15,7 +15,7 @@
 
 
 static void ngx_http_keyauth_usage_timer(ngx_event_t *ev);
-static void ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms);
+static void ngx_http_keyauth_usage_flush(ngx_log_t *log);
 static ngx_int_t ngx_http_keyauth_usage_flush_part(ngx_log_t *log);
 static ngx_int_t ngx_http_keyauth_usage_open(ngx_log_t *log);
 static void ngx_http_keyauth_usage_failed(ngx_log_t *log, const char *err);
@@ -29,12 +29,9 @@ static ngx_event_t                    ngx_http_keyauth_usage_event;
 static ka_usage_env_t                *ngx_http_keyauth_usage_env;
 static ngx_http_keyauth_main_conf_t  *ngx_http_keyauth_usage_kmcf;
 static ngx_msec_t                     ngx_http_keyauth_usage_next_log;
-/* the wall-clock time the next collection is due at (Unix ms) */
-static int64_t                        ngx_http_keyauth_usage_due_ms;
-/* the collection under way: its next slot and the time it files under */
+/* the collection under way, and its next slot */
 static ngx_uint_t                     ngx_http_keyauth_usage_walking;
 static size_t                         ngx_http_keyauth_usage_walk_from;
-static int64_t                        ngx_http_keyauth_usage_walk_bucket_ms;
 
 
 char *
@@ -251,8 +248,7 @@ ngx_http_keyauth_usage_exit_process(ngx_cycle_t *cycle)
      * the zone's size, the old zone has no other collector, and the last of
      * its workers to leave takes what the others counted */
     ngx_http_keyauth_usage_kmcf = kmcf;
-    ngx_http_keyauth_usage_flush(cycle->log,
-                                 ngx_http_keyauth_usage_now_ms());
+    ngx_http_keyauth_usage_flush(cycle->log);
 
     if (ngx_http_keyauth_usage_env != NULL) {
         ka_usage_env_close(ngx_http_keyauth_usage_env);
@@ -275,10 +271,8 @@ ngx_http_keyauth_usage_timer(ngx_event_t *ev)
     ngx_int_t  rc;
 
     if (!ngx_http_keyauth_usage_walking) {
-        /* the counts belong to the time the collection was due: a
-         * collection due at a UTC hour takes the hour that ends there */
-        ngx_http_keyauth_usage_walk_bucket_ms = ngx_http_keyauth_usage_due_ms
-                                                - 1;
+        /* each part files its counts in their own hours: the zone keeps a
+         * key's hours apart (usage_table.h), however long the walk takes */
         ngx_http_keyauth_usage_walk_from = 0;
         ngx_http_keyauth_usage_walking = 1;
     }
@@ -300,9 +294,9 @@ ngx_http_keyauth_usage_timer(ngx_event_t *ev)
 }
 
 
-/* Every keyauth_usage_interval, and at every UTC hour: what was counted
- * before the hour is collected into that hour's bucket, give or take the
- * timer's lateness (docs/RELIABILITY.md). */
+/* Every keyauth_usage_interval, and at every UTC hour: an hour's buckets
+ * are complete soon after it ends (where a count lands does not depend on
+ * when it is collected: docs/RELIABILITY.md). */
 static void
 ngx_http_keyauth_usage_schedule(ngx_event_t *ev)
 {
@@ -314,7 +308,6 @@ ngx_http_keyauth_usage_schedule(ngx_event_t *ev)
                 * NGX_HTTP_KEYAUTH_HOUR_MSEC;
 
     delay = ngx_min((int64_t) kmcf->usage_interval, next_hour - now);
-    ngx_http_keyauth_usage_due_ms = now + delay;
 
     ngx_add_timer(ev, (ngx_msec_t) delay);
 }
@@ -335,9 +328,8 @@ ngx_http_keyauth_usage_now_ms(void)
 /* The whole zone in one go: on exit. Never fails anything but itself:
  * counts stay in the zone for the next collection (another process's). */
 static void
-ngx_http_keyauth_usage_flush(ngx_log_t *log, int64_t bucket_ms)
+ngx_http_keyauth_usage_flush(ngx_log_t *log)
 {
-    ngx_http_keyauth_usage_walk_bucket_ms = bucket_ms;
     ngx_http_keyauth_usage_walk_from = 0;
 
     while (ngx_http_keyauth_usage_flush_part(log) == NGX_AGAIN) {
@@ -370,7 +362,6 @@ ngx_http_keyauth_usage_flush_part(ngx_log_t *log)
     n = ka_usage_flush_part(zone->usage, ngx_http_keyauth_usage_env,
                             &ngx_http_keyauth_usage_walk_from,
                             ngx_http_keyauth_usage_now_ms(),
-                            ngx_http_keyauth_usage_walk_bucket_ms,
                             NGX_HTTP_KEYAUTH_USAGE_IDLE_MS, &lock,
                             err, sizeof(err));
 
@@ -398,12 +389,26 @@ ngx_http_keyauth_usage_open(ngx_log_t *log)
     ngx_http_keyauth_zone_t       *zone;
     ngx_http_keyauth_main_conf_t  *kmcf;
 
+    kmcf = ngx_http_keyauth_usage_kmcf;
+    zone = kmcf->shm_zone->data;
+
+    /* a store removed or replaced at its path (docs/RELIABILITY.md's
+     * recovery of a corrupt one) is let go at a walk's start, and the path
+     * opened anew: never written into deleted files until a reload */
+    if (ngx_http_keyauth_usage_env != NULL
+        && ngx_http_keyauth_usage_walk_from == 0
+        && ka_usage_env_replaced(ngx_http_keyauth_usage_env))
+    {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "keyauth: the usage store \"%V\" was removed or "
+                      "replaced: opening it anew", &kmcf->usage_db);
+        ka_usage_env_close(ngx_http_keyauth_usage_env);
+        ngx_http_keyauth_usage_env = NULL;
+    }
+
     if (ngx_http_keyauth_usage_env != NULL) {
         return NGX_OK;
     }
-
-    kmcf = ngx_http_keyauth_usage_kmcf;
-    zone = kmcf->shm_zone->data;
 
     ngx_http_keyauth_usage_env = ka_usage_env_open(
                                      (const char *) kmcf->usage_db.data,

@@ -1,8 +1,9 @@
 /*
  * Per-key usage: the request path counts in keyauth_zone
  * (ngx_http_keyauth_rate.c); here one worker (worker 0) collects the counts
- * every keyauth_usage_interval (and at every UTC hour, so that a count
- * lands in the hour it was made) into the usage environment, off the request
+ * every keyauth_usage_interval (and at every UTC hour, so that an hour's
+ * buckets are complete soon after it) into the usage environment, each
+ * count in the hour it was made, off the request
  * path, and every worker once more when it exits (any worker may collect:
  * a count is taken by exactly one). The usage environment is not the key
  * store: a worker holding both keeps LMDB's rule of one handle per

@@ -124,9 +124,10 @@ subtest 'hours: zero-filled, in order, exactly what was sent' => sub {
 };
 
 subtest 'days and each key' => sub {
-    my $q = '?granularity=day&from=' . date_of($d0) . '&to=' . date_of($d1);
+    my $q = '?granularity=day&from=' . date_of($d0) . '&to=' . date_of($d1 - 86400);
     my $u = usage_get($q)->{json};
-    is scalar @{ $u->{series} }, ($d1 - $d0) / 86400, 'dates: one entry per day from from to to (exclusive)';
+    is scalar @{ $u->{series} }, ($d1 - $d0) / 86400, 'dates: one entry per day from from to to, both included';
+    is $u->{to}, iso($d1), '... to answered as the instant the range ends at (exclusive)';
     is $u->{from}, iso($d0), 'from: the date\'s 00:00Z';
     is_deeply counts($u->{totals}), counts($account_want), 'the account\'s days: what was sent';
     for my $k ($plain, $slow, $credits) {
@@ -137,7 +138,7 @@ subtest 'days and each key' => sub {
             is_deeply counts($r->{json}{totals}), $want{ $k->{id} }, "keyId $k->{id} by $g: what it sent";
         }
     }
-    my $before = usage_get('?granularity=day&from=' . date_of($d0 - 5 * 86400) . '&to=' . date_of($d0));
+    my $before = usage_get('?granularity=day&from=' . date_of($d0 - 5 * 86400) . '&to=' . date_of($d0 - 86400));
     is scalar @{ $before->{json}{series} }, 5, 'five days before the traffic: five entries';
     is_deeply counts($before->{json}{totals}), zero(), '... all zero';
 };
@@ -167,9 +168,26 @@ subtest 'defaults and alignment' => sub {
     my $exact = usage_get('?granularity=hour&from=2026-11-20T00:00:00Z&to=2026-11-27T00:00:00Z');
     is $exact->{status}, 200, '168 hours: allowed';
     is scalar @{ $exact->{json}{series} }, 168, '... 168 entries';
-    my $year = usage_get('?granularity=day&from=2025-01-01&to=2026-02-05');
+    my $year = usage_get('?granularity=day&from=2025-01-01&to=2026-02-04');
     is $year->{status}, 200, '400 days: allowed';
     is scalar @{ $year->{json}{series} }, 400, '... 400 entries';
+};
+
+subtest 'to: a date includes that whole day, an instant is exclusive, as keyauthctl reads it' => sub {
+    my $day = date_of($d0);
+    my $one = usage_get("?granularity=day&from=$day&to=$day");
+    is $one->{status}, 200, "from=to=$day: 200";
+    is scalar @{ $one->{json}{series} // [] }, 1, '... that one day';
+    my $hours = usage_get("?granularity=hour&from=$day&to=$day")->{json};
+    is scalar @{ $hours->{series} // [] }, 24, '... in hours, its 24 hours';
+    my $excl = usage_get("?granularity=day&from=$day&to=" . iso($d0 + 86400))->{json};
+    is scalar @{ $excl->{series} // [] }, 1, 'to the next 00:00 as an instant: the same day, exclusive end';
+    my $days = usage_get('?granularity=day&from=' . date_of($d0 - 2 * 86400) . "&to=$day")->{json};
+    my ($rc, $out) = run_report('--account', $acc->{id}, '--from', date_of($d0 - 2 * 86400), '--to', $day,
+                                '--by', 'day', '--format', 'json');
+    my $report = decode_json($out);
+    is_deeply [ map { substr($_->{start}, 0, 10) } @{ $days->{series} } ], [ map { $_->{period} } @{ $report->{rows} } ],
+              'GET /v1/usage and usage report, the same from and to: the same days';
 };
 
 subtest 'bad input: 400 VALIDATION_ERROR naming the field' => sub {
@@ -181,10 +199,11 @@ subtest 'bad input: 400 VALIDATION_ERROR naming the field' => sub {
          [ '?to=2026-13-01', 'to' ],
          [ '?to=2026-02-30', 'to' ],
          [ '?to=', 'to' ],
-         [ '?from=2026-11-20&to=2026-11-20', 'from' ],      # empty
+         [ '?from=2026-11-20&to=2026-11-20T00:00:00Z', 'from' ],  # empty: an instant as to is exclusive
+         [ '?to=1970-01-01', 'to' ],                        # the default 30 days would start in 1969
          [ '?from=2026-11-21&to=2026-11-20', 'from' ],      # backwards
          [ '?granularity=hour&from=2026-11-20T00:00:00Z&to=2026-11-27T01:00:00Z', 'to' ],  # 169 hours
-         [ '?granularity=day&from=2025-01-01&to=2026-02-06', 'to' ],                        # 401 days
+         [ '?granularity=day&from=2025-01-01&to=2026-02-05', 'to' ],                        # 401 days
          [ '?granularity=day&keyId=nope', 'keyId' ],
          [ '?keyId=acc_000000000000000000000000', 'keyId' ],
          [ '?limit=5', 'limit' ],
@@ -202,7 +221,7 @@ subtest 'bad input: 400 VALIDATION_ERROR naming the field' => sub {
         is $res->{json}{error}{field}, $field, "... field $field";
         like $res->{json}{error}{message}, qr/\S/, '... and a message: ' . ($res->{json}{error}{message} // '');
     }
-    my $stray = usage_get('?&granularity=day&&from=2026-11-01&to=2026-11-03&');
+    my $stray = usage_get('?&granularity=day&&from=2026-11-01&to=2026-11-02&');
     is $stray->{status}, 200, 'stray &s: ignored';
     is scalar @{ $stray->{json}{series} // [] }, 2, '... the range as asked';
     my $esc = usage_get('?from=%zz');
@@ -281,6 +300,29 @@ subtest 'CSV: every account with use, every day, exactly what was sent' => sub {
     is_deeply $s2, $want{ $stranger->{id} }, 'the other account: its own calls';
     is scalar(grep { $_->{accountId} ne $acc->{id} && $_->{accountId} ne $other->{id} } @$rows), 0,
        'no other account (none used anything)';
+};
+
+subtest 'CSV for spreadsheets: --bom, and every formula lead shown as text' => sub {
+    my ($rc, $csv, $err) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day, '--by', 'day',
+                                      '--format', 'csv', '--bom');
+    is $rc, 0, '--bom: exit 0' or diag $err;
+    like $csv, qr/\A\xEF\xBB\xBFperiod,/, '--bom: the UTF-8 byte order mark, then the header row';
+    is((() = $csv =~ /\xEF\xBB\xBF/g), 1, '... once, at the start');
+    my ($plain_rc, $plain_csv) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day,
+                                            '--by', 'day', '--format', 'csv');
+    is $csv, "\xEF\xBB\xBF$plain_csv", '... and otherwise the same bytes';
+    my ($j_rc, undef, $j_err) = run_report('--account', $acc->{id}, '--from', $from_day, '--to', $to_day,
+                                          '--by', 'day', '--format', 'json', '--bom');
+    is $j_rc, 2, '--bom with JSON: exit 2';
+    like $j_err, qr/--bom/, '... naming --bom';
+    # (names hold no control character: a tab or CR lead is tests/usage_series_test.cc's)
+    for my $lead (';', '=', '+', '-', '@') {
+        my $name = "${lead}SUM(1)";
+        my $a = $t->account(name => $name);
+        my ($n_rc, $out) = run_report('--account', $a->{id}, '--from', $from_day, '--to', $from_day, '--by', 'day');
+        my ($rows) = parse_csv($out);
+        is $rows->[0]{accountName}, "'$name", "a name led by $lead reads back as text, after an apostrophe";
+    }
 };
 
 subtest 'JSON, one account, one key, months, zero-filled days' => sub {

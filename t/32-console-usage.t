@@ -159,6 +159,8 @@ for my $view ([ 'account', '', 'the account' ], [ 'key', $slow->{id}, "one key c
                 'its series';
             is_deeply $drawn->{table}, table_from($u), 'the table beside it: the same numbers';
             is_deeply $drawn->{total}, [ map { "$u->{totals}{$_}" } @FIELDS ], '... and the totals';
+            my $range = '(' . label($u->{series}[0]{start}, $g) . ' to ' . label($u->{series}[-1]{start}, $g) . ' UTC)';
+            is $drawn->{range}, $range, "the heading's range names the first and the last $g shown: $range";
         };
     }
 }

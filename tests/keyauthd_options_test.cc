@@ -55,6 +55,20 @@ TEST(KeyauthdOptionsDeathTest, AnEmptyOrRepeatedValueIsAUsageError) {
                 "--db needs a value");
 }
 
+// The usage store (the edge's keyauth_usage_db): beside --db by default,
+// anywhere with --usage-db (#44 item 9); on etcd usage is read from etcd.
+TEST(KeyauthdOptions, TheUsageStoreIsBesideTheDbUnlessNamed) {
+    EXPECT_EQ(parse({GOOD}).usage_db, "/nonexistent/db.usage");
+    EXPECT_EQ(parse({GOOD, "--usage-db", "/srv/usage"}).usage_db, "/srv/usage");
+}
+
+TEST(KeyauthdOptionsDeathTest, UsageDbIsForASingleHost) {
+    EXPECT_EXIT(parse({"--etcd", "http://127.0.0.1:2379", "--listen", "127.0.0.1:8081", "--usage-db", "/srv/u"}),
+                ::testing::ExitedWithCode(2), "--usage-db is for a single host");
+    EXPECT_EXIT(parse({GOOD, "--usage-db", "/a", "--usage-db", "/b"}), ::testing::ExitedWithCode(2),
+                "--usage-db given twice");
+}
+
 TEST(AddressList, ParsesCommaSeparatedLiteralsOnly) {
     std::vector<std::string> out = {"kept"};
     EXPECT_FALSE(keyauth::parse_address_list("", out));

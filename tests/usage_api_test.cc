@@ -27,11 +27,16 @@ class UsageApiTest : public ::testing::Test {
 protected:
     TempDir dir;
     Store store{std::make_unique<LmdbBackend>(dir.sub("db"))};
-    std::unique_ptr<UsageSource> usage = make_usage_source(dir.sub("db"), {}, "");
+    std::unique_ptr<UsageSource> usage = make_usage_source(default_usage_dir(dir.sub("db")), {}, "");
     ConsoleApi api{store, usage.get()};
     CreatedAccount alice = store.create_account("alice", 100);
     CreatedAccount bob = store.create_account("bob", 100);
     KeyRecord a1 = make_key(alice), a2 = make_key(alice), b1 = make_key(bob);
+
+    // reads clip to what is kept at the store's now: two days after kNine
+    UsageApiTest() {
+        store.set_clock([] { return kNine + 2 * kMsPerDay; });
+    }
 
     KeyRecord make_key(const CreatedAccount &who) {
         KeySpec spec;
@@ -110,6 +115,17 @@ TEST_F(UsageApiTest, DaysFromDatesAndRounding) {
     EXPECT_EQ(u["to"], "2026-11-22T00:00:00.000Z");
     EXPECT_EQ(u["series"][0]["allowed"], 5);
     EXPECT_EQ(u["series"][1]["allowed"], 1);
+    // a date as to includes that whole day; an instant is an exclusive end
+    json both = parsed(get("granularity=day&from=2026-11-20&to=2026-11-21", &alice));
+    ASSERT_EQ(both["series"].size(), 2u) << both.dump();
+    EXPECT_EQ(both["to"], "2026-11-22T00:00:00.000Z") << "the end of the 21st, exclusive";
+    EXPECT_EQ(both["totals"]["allowed"], 6);
+    json day = parsed(get("granularity=day&from=2026-11-21&to=2026-11-21", &alice));
+    ASSERT_EQ(day["series"].size(), 1u) << day.dump();
+    EXPECT_EQ(day["totals"]["allowed"], 1) << "from=to=a date: that day";
+    json hours = parsed(get("granularity=hour&from=2026-11-20&to=2026-11-20", &alice));
+    EXPECT_EQ(hours["series"].size(), 24u) << hours.dump();
+    EXPECT_EQ(hours["totals"]["allowed"], 5);
     // offsets are instants like any other
     json h = parsed(get("granularity=hour&from=2026-11-20T14:30:00%2B05:30&to=2026-11-20T15:30:00%2B05:30", &alice));
     ASSERT_EQ(h["series"].size(), 1u) << h.dump();
@@ -154,9 +170,10 @@ TEST_F(UsageApiTest, BadInputNamesTheField) {
         {"to=2026-13-01", "to"},
         {"from=2026-11-20T09:00:00", "from"},  // no zone: not RFC 3339
         {"from=2026-11-21&to=2026-11-20", "from"},
-        {"from=2026-11-20&to=2026-11-20", "from"},
+        {"from=2026-11-20&to=2026-11-20T00:00:00Z", "from"},  // empty: an instant as to is exclusive
+        {"to=1970-01-01", "to"},  // from not given: the default 30 days would start in 1969
         {"granularity=hour&from=2026-11-20T00:00:00Z&to=2026-11-27T01:00:00Z", "to"},  // 169 hours
-        {"granularity=day&from=2025-01-01&to=2026-02-06", "to"},                        // 401 days
+        {"granularity=day&from=2025-01-01&to=2026-02-05", "to"},                        // 401 days
         {"keyId=key_123", "keyId"},
         {"keyId=" + id_to_string(kAccountIdPrefix, alice.account.id), "keyId"},
         {"limit=10", "limit"},
@@ -170,7 +187,7 @@ TEST_F(UsageApiTest, BadInputNamesTheField) {
     }
     // the widest ranges allowed
     EXPECT_EQ(get("granularity=hour&from=2026-11-20T00:00:00Z&to=2026-11-27T00:00:00Z", &alice).status, 200);
-    EXPECT_EQ(get("granularity=day&from=2025-01-01&to=2026-02-05", &alice).status, 200);
+    EXPECT_EQ(get("granularity=day&from=2025-01-01&to=2026-02-04", &alice).status, 200);
 }
 
 TEST_F(UsageApiTest, TokenAndMethod) {
@@ -180,9 +197,36 @@ TEST_F(UsageApiTest, TokenAndMethod) {
     EXPECT_EQ(r.headers.at(0).second, "GET");
 }
 
+// Reads clip to the retention window, whether or not the edge has aged the
+// buckets out (an idle edge has not): hours are kept 7 days, days as long
+// as the edge keeps them (keyauth_usage_history, recorded in its usage env).
+TEST_F(UsageApiTest, ReadsClipToTheRetentionWindow) {
+    count(a1, {5, 0, 0, 5}, kNine);
+    const std::string hour_q = "granularity=hour&from=2026-11-20T09:00:00Z&to=2026-11-20T10:00:00Z";
+    const std::string day_q = "granularity=day&from=2026-11-20&to=2026-11-20";
+    store.set_clock([] { return kNine + 7 * kMsPerDay - 1; });
+    EXPECT_EQ(parsed(get(hour_q, &alice))["totals"]["allowed"], 5) << "the 168th hour is kept";
+    store.set_clock([] { return kNine + 9 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(hour_q, &alice))["totals"]["allowed"], 0) << "an hour 9 days old is past its keeping";
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 5) << "its day is kept";
+    store.set_clock([] { return kNine + 399 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 5) << "the 400th day is kept";
+    store.set_clock([] { return kNine + 404 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 0) << "a day 404 days old is past its keeping";
+
+    // an edge that keeps 30 days (keyauth_usage_history 30d), or 3660
+    std::string err;
+    ASSERT_TRUE(UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err, 30)) << err;
+    store.set_clock([] { return kNine + 31 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 0) << "past the edge's 30 days";
+    ASSERT_TRUE(UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err, 3660)) << err;
+    store.set_clock([] { return kNine + 404 * kMsPerDay; });
+    EXPECT_EQ(parsed(get(day_q, &alice))["totals"]["allowed"], 5) << "within the edge's 3660 days";
+}
+
 // No usage env yet (no edge has collected): zeros, never an error.
 TEST_F(UsageApiTest, NoUsageYetIsZeros) {
-    HttpResponse r = get("granularity=day&from=2026-11-20&to=2026-11-22", &alice);
+    HttpResponse r = get("granularity=day&from=2026-11-20&to=2026-11-21", &alice);
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(parsed(r)["totals"], counts(0, 0, 0, 0));
     EXPECT_EQ(parsed(r)["series"].size(), 2u);

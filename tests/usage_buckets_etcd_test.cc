@@ -13,11 +13,14 @@
 #include <tuple>
 #include <vector>
 
+#include "console_api.h"
 #include "etcd_client.h"
 #include "etcd_cluster.h"
 #include "etcd_keyspace.h"
+#include "lmdb_backend.h"
 #include "mutation.h"
 #include "record_changes.h"
+#include "rfc3339.h"
 #include "store_error.h"
 #include "syncd_metrics.h"
 #include "temp_dir.h"
@@ -155,7 +158,8 @@ TEST(UsageBucketKeyspace, OutsideTheWatchAndTheTotals) {
         etcd_usage_bucket_key(kPrefix, Granularity::kHour, 0, id_of(0), id_of(0), edge),
         etcd_usage_bucket_key(kPrefix, Granularity::kDay, etcd_usage_last_period(Granularity::kDay), id_of(0xff),
                               id_of(0xff), edge),
-        etcd_usage_mark_key(kPrefix, edge)};
+        etcd_usage_mark_key(kPrefix, edge),
+        etcd_usage_history_key(kPrefix)};
     for (const std::string &k : ours) {
         EXPECT_FALSE(k >= watch_from && k < watch_end) << k << " is watched";
         EXPECT_FALSE(k >= totals && k < totals_end) << k << " is read as totals";
@@ -163,12 +167,18 @@ TEST(UsageBucketKeyspace, OutsideTheWatchAndTheTotals) {
             EXPECT_FALSE(k >= r.key && k < r.range_end) << k << " is read by a rebuild";
         }
     }
-    // the marks are outside every bucket range (an age-out never takes them)
-    const std::string mark = etcd_usage_mark_key(kPrefix, edge);
-    for (Granularity g : {Granularity::kHour, Granularity::kDay}) {
-        const std::string table = etcd_usage_bucket_prefix(kPrefix, g);
-        EXPECT_FALSE(mark >= table && mark < etcd::prefix_range_end(table));
+    // the marks and the history are outside every bucket range (an age-out
+    // never takes them)
+    for (const std::string &k : {etcd_usage_mark_key(kPrefix, edge), etcd_usage_history_key(kPrefix)}) {
+        for (Granularity g : {Granularity::kHour, Granularity::kDay}) {
+            const std::string table = etcd_usage_bucket_prefix(kPrefix, g);
+            EXPECT_FALSE(k >= table && k < etcd::prefix_range_end(table)) << k;
+        }
     }
+    uint32_t days = 0;
+    EXPECT_TRUE(decode_usage_history(encode_usage_history(3660), days));
+    EXPECT_EQ(days, 3660u);
+    for (const char *bad : {"", "0", "-1", "4294967296", "12a", " 400"}) EXPECT_FALSE(decode_usage_history(bad, days)) << bad;
 }
 
 // Two edges publish; the etcd source gives one record per edge, and they add
@@ -284,7 +294,7 @@ TEST(UsageBucketsEtcd, AgeOutRemovesExactlyTheOldPeriods) {
     all.range_end = etcd::prefix_range_end(all.key);
     all.keys_only = true;
     ASSERT_TRUE(client->range(all, left).ok());
-    EXPECT_EQ(left.kvs.size(), 6u) << "4 buckets, the totals and the mark";
+    EXPECT_EQ(left.kvs.size(), 7u) << "4 buckets, the totals, the mark and the history";
 
     // once an hour: an old bucket put now stays until the next hour's round
     put(Granularity::kHour, hour_cut - 1);
@@ -295,6 +305,61 @@ TEST(UsageBucketsEtcd, AgeOutRemovesExactlyTheOldPeriods) {
     EXPECT_EQ(periods(Granularity::kHour), std::set<uint32_t>{kH9})
         << "an hour later the cutoff moved past hour_cut as well";
     EXPECT_EQ(m.usage_publish_errors(), 0u);
+}
+
+// Reads clip to the retention window on etcd too: between two of syncd's
+// hourly age-outs (or while no syncd runs) an old bucket is still in etcd,
+// and GET /v1/usage reads as zeros what is past its keeping: hours after 7
+// days, days after the --usage-history the edges' syncd published (#44
+// item 12).
+TEST(UsageBucketsEtcd, ReadsClipToTheRetentionWindow) {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    TempDir dir;
+    Store store{std::make_unique<LmdbBackend>(dir.sub("db"))};
+    CreatedAccount alice = store.create_account("alice", 100);
+    KeySpec spec;
+    spec.name = "k";
+    spec.scopes = {"ip:read"};
+    spec.requested_rpm = 10;
+    const KeyRecord k = store.create_key(alice.account.id, spec, Actor::operator_named("test")).key;
+    auto src = make_etcd_usage_source(client_options(etcd), kPrefix);
+    ConsoleApi api{store, src.get()};
+    auto allowed = [&](const std::string &query) {
+        HttpRequest r;
+        r.method = "GET";
+        r.path = "/v1/usage";
+        r.query = query;
+        r.has_authorization = true;
+        r.authorization = "Bearer " + alice.console_token;
+        const HttpResponse res = api.handle(r);
+        EXPECT_EQ(res.status, 200) << res.body;
+        return nlohmann::json::parse(res.body)["totals"]["allowed"].get<uint64_t>();
+    };
+
+    // an edge whose syncd keeps 30 days published its history at its first
+    // round, then its 09:00 buckets
+    Clock clock;
+    syncd::Metrics m;
+    std::string error;
+    const std::string usage_db = dir.sub("edge.usage");
+    collect(usage_db, alice.account.id, k.key_id, {5, 0, 0, 5}, kNine + 60000);
+    auto p = syncd::UsagePublisher::make(options(etcd, usage_db, clock, 30), m, error);
+    ASSERT_TRUE(p) << error;
+    ASSERT_TRUE(p->publish_once());
+    const std::string hour_q = "granularity=hour&from=" + format_time(kNine) + "&to=" + format_time(kNine + kMsPerHour);
+    const std::string day_q = "granularity=day&from=" + format_time(kNine).substr(0, 10) + "&to=" +
+                              format_time(kNine).substr(0, 10);
+    store.set_clock([] { return kNine + kMsPerHour; });
+    EXPECT_EQ(allowed(hour_q), 5u);
+    EXPECT_EQ(allowed(day_q), 5u);
+    // no syncd round since: the buckets are still in etcd
+    store.set_clock([] { return kNine + 9 * kMsPerDay; });
+    EXPECT_EQ(allowed(hour_q), 0u) << "an hour 9 days old is past its keeping";
+    EXPECT_EQ(allowed(day_q), 5u);
+    store.set_clock([] { return kNine + 31 * kMsPerDay; });
+    EXPECT_EQ(allowed(day_q), 0u) << "a day 31 days old is past the 30 the edges keep";
+    EXPECT_EQ(read(*src, Granularity::kDay, kDay, kDay + 1).sum.size(), 1u) << "still in etcd";
 }
 
 // A round that fails (etcd stopped) publishes nothing and is counted; the

@@ -32,8 +32,10 @@ Id id_of(unsigned char c) {
     return id;
 }
 
+// No last call recorded: filed at the time UsageEnv::add is given (a delta
+// with one is filed at it: CollectionsFileEachDeltaAtItsLastCall).
 UsageDelta delta(const Id &account, const Id &key, BucketCounts c) {
-    return keyauth::testing::usage_delta(account, key, c, kNine);
+    return keyauth::testing::usage_delta(account, key, c, 0);
 }
 
 using Found = std::map<std::tuple<Id, Id, uint32_t>, BucketCounts>;
@@ -143,6 +145,27 @@ TEST(UsageBucket, CollectionsAddUpInHoursAndDays) {
     EXPECT_TRUE(read(*src, Granularity::kDay, day, day).empty()) << "an empty range";
 }
 
+// A delta is filed at its last call, whenever it is collected: a walk that
+// takes a key's counts after the hour files them in the hour they were
+// made (the zone keeps a key's hours apart; #44 item 13).
+TEST(UsageBucket, CollectionsFileEachDeltaAtItsLastCall) {
+    TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    std::string err;
+    auto env = UsageEnv::open(path, err);
+    ASSERT_TRUE(env) << err;
+    const Id a = id_of(1), k = id_of(2);
+    const std::vector<UsageDelta> d{keyauth::testing::usage_delta(a, k, {3, 0, 0, 3}, kNine - 1),
+                                    keyauth::testing::usage_delta(a, k, {2, 0, 0, 2}, kNine + 1500)};
+    ASSERT_TRUE(env->add(d.data(), d.size(), kNine + 2000, err)) << err;  // collected at 09:00:02
+    auto src = make_lmdb_usage_source(path);
+    const uint32_t h9 = period_of(Granularity::kHour, kNine);
+    Found hours = read(*src, Granularity::kHour, h9 - 1, h9 + 1, &a);
+    EXPECT_EQ((hours[{a, k, h9 - 1}]), (BucketCounts{3, 0, 0, 3})) << "08:59:59.999: the hour before";
+    EXPECT_EQ((hours[{a, k, h9}]), (BucketCounts{2, 0, 0, 2}));
+    EXPECT_EQ(src->usage_of(a, {k})[k].last_used_ms, kNine + 1500);
+}
+
 // Hours are kept 7 days and days `days_kept`: a collection removes what is
 // older from the start of each table, a bounded number at a time.
 TEST(UsageBucket, OldBucketsAgeOut) {
@@ -165,6 +188,45 @@ TEST(UsageBucket, OldBucketsAgeOut) {
     Found hours = read(*src, Granularity::kHour, 0, last_hour + 1, &a);
     ASSERT_EQ(hours.size(), 7u) << "one a day, for the last 7 days (168 hours)";
     EXPECT_GT(std::get<2>(hours.begin()->first), last_hour - kHourBucketsKept);
+}
+
+// An idle edge (nothing counted since) still ages out what is past its
+// keeping: a collection's last part does it, traffic or not (#44 item 12:
+// hours 9 days old and days 404 days old read back until the next request).
+TEST(UsageBucket, AnIdleCollectionAgesOutOldBuckets) {
+    TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    std::string err;
+    const Id a = id_of(1), k = id_of(2);
+    {
+        auto env = UsageEnv::open(path, err, 400);
+        ASSERT_TRUE(env) << err;
+        std::vector<UsageDelta> d{delta(a, k, {1, 0, 0, 1})};
+        ASSERT_TRUE(env->add(d.data(), 1, kNine, err)) << err;
+    }
+    std::vector<unsigned char> mem(UsageTable::kHeaderBytes + 64 * UsageTable::kSlotBytes);
+    ASSERT_TRUE(ka_usage_table_format(mem.data(), mem.size()));
+    std::mutex mu;
+    ka_lock_t lock{[](void *m) { static_cast<std::mutex *>(m)->lock(); },
+                   [](void *m) { static_cast<std::mutex *>(m)->unlock(); }, &mu};
+    char why[256] = "";
+    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), 400, why, sizeof(why));
+    ASSERT_NE(env, nullptr) << why;
+    auto collect_at = [&](int64_t now) {
+        for (size_t from = 0; from < ka_usage_table_slots(mem.data());)
+            ASSERT_EQ(ka_usage_flush_part(mem.data(), env, &from, now, 300000, &lock, why, sizeof(why)), 0)
+                << why;
+    };
+    auto src = make_lmdb_usage_source(path);
+    const uint32_t h9 = period_of(Granularity::kHour, kNine), day = period_of(Granularity::kDay, kNine);
+    collect_at(kNine + 7 * kMsPerDay - 1);  // the hour is still kept: its 168th
+    EXPECT_EQ(read(*src, Granularity::kHour, h9, h9 + 1).size(), 1u);
+    collect_at(kNine + 9 * kMsPerDay);
+    EXPECT_TRUE(read(*src, Granularity::kHour, h9, h9 + 1).empty()) << "an hour 9 days old, aged out while idle";
+    EXPECT_EQ(read(*src, Granularity::kDay, day, day + 1).size(), 1u);
+    collect_at(kNine + 404 * kMsPerDay);
+    EXPECT_TRUE(read(*src, Granularity::kDay, day, day + 1).empty()) << "a day 404 days old, aged out while idle";
+    ka_usage_env_close(env);
 }
 
 // A collection that finds the map full doubles it and writes again: nothing

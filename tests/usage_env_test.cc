@@ -4,6 +4,8 @@
 #include <lmdb.h>
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -55,7 +57,7 @@ long flush_all(ka_usage_env_t *env, std::vector<unsigned char> &mem, const ka_lo
     char err[256];
     long written = 0;
     for (size_t from = 0; from < ka_usage_table_slots(mem.data());) {
-        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 6000, 300000, &lock, err,
+        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 300000, &lock, err,
                                            sizeof(err));
         EXPECT_GE(n, 0) << err;
         if (n < 0) return -1;
@@ -188,7 +190,7 @@ TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
     std::vector<size_t> ends;
     long written = 0;
     for (size_t from = 0; from < slots;) {
-        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 6000, 300000, &lock, err,
+        const long n = ka_usage_flush_part(mem.data(), env, &from, 6000, 300000, &lock, err,
                                            sizeof(err));
         ASSERT_GE(n, 0) << err;
         written += n;
@@ -198,7 +200,7 @@ TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
     EXPECT_EQ(ends, (std::vector<size_t>{4096, 8192, 10000}));
     EXPECT_EQ(written, 200);
     size_t past_the_end = slots;
-    EXPECT_EQ(ka_usage_flush_part(mem.data(), env, &past_the_end, 6000, 6000, 300000, &lock, err,
+    EXPECT_EQ(ka_usage_flush_part(mem.data(), env, &past_the_end, 6000, 300000, &lock, err,
                                   sizeof(err)),
               0);
     EXPECT_EQ(past_the_end, slots);
@@ -209,4 +211,28 @@ TEST(UsageEnv, FlushInPartsCollectsEveryKeyOnce) {
         ASSERT_TRUE(read_totals(path, static_cast<unsigned char>(k), t)) << k;
         EXPECT_EQ(t, (UsageTotals{static_cast<uint64_t>(k % 7 + 1), 0, 5000 + k})) << k;
     }
+}
+
+// The collecting worker's handle knows the files it opened: a store removed
+// or another put at the path is "replaced", and the worker opens the path
+// anew (a new store, a new edge id) instead of writing into deleted files
+// until a reload (#44 item 11).
+TEST(UsageEnv, KnowsWhenItsFilesWereRemovedOrReplaced) {
+    keyauth::testing::TempDir dir;
+    const std::string path = dir.sub("db.usage");
+    char err[256];
+    ka_usage_env_t *env = ka_usage_env_open(path.c_str(), 400, err, sizeof(err));
+    ASSERT_NE(env, nullptr) << err;
+    EXPECT_FALSE(ka_usage_env_replaced(env)) << "just opened";
+    ASSERT_EQ(std::system(("rm -rf '" + path + "'").c_str()), 0);
+    EXPECT_TRUE(ka_usage_env_replaced(env)) << "removed";
+    ka_usage_env_t *fresh = ka_usage_env_open(path.c_str(), 400, err, sizeof(err));
+    ASSERT_NE(fresh, nullptr) << err;
+    EXPECT_TRUE(ka_usage_env_replaced(env)) << "another store at the path";
+    EXPECT_FALSE(ka_usage_env_replaced(fresh));
+    ka_usage_env_close(env);
+    // only lock.mdb replaced: the readers' slots are in another file now
+    ASSERT_EQ(std::remove((path + "/lock.mdb").c_str()), 0);
+    EXPECT_TRUE(ka_usage_env_replaced(fresh)) << "lock.mdb removed";
+    ka_usage_env_close(fresh);
 }

@@ -114,7 +114,7 @@ TEST(UsageSeries, ZeroFilledInOrderEdgesAddedUp) {
                 row(1, 2, kNineHour + 9, {100, 0, 0, 100}),  // after the range
                 row(7, 8, kNineHour, {50, 0, 0, 50})};       // another account
     UsageRange range{Granularity::kHour, kNineHour - 1, kNineHour + 3};
-    auto s = usage_series(src, range, &acc, nullptr);
+    auto s = usage_series(src, range, &acc, nullptr, kNine);
     ASSERT_EQ(s.size(), 4u);
     EXPECT_TRUE(same(s[0], {}));
     EXPECT_TRUE(same(s[1], {8, 1, 1, 12}));
@@ -126,7 +126,7 @@ TEST(UsageSeries, ZeroFilledInOrderEdgesAddedUp) {
     EXPECT_TRUE(src.asked[0].account);
     EXPECT_FALSE(src.asked[0].key);
 
-    auto one = usage_series(src, range, &acc, &key);
+    auto one = usage_series(src, range, &acc, &key, kNine);
     EXPECT_TRUE(same(one[1], {7, 1, 1, 11})) << "the one key, both edges";
     BucketCounts totals;
     for (const auto &c : one) totals.add(c);
@@ -137,11 +137,11 @@ TEST(UsageSeries, RowsOutsideTheRangeAreNeverWritten) {
     FakeSource src;
     src.stray = {row(1, 2, 10, {1, 1, 1, 1}), row(1, 2, 99, {1, 1, 1, 1})};
     const Id acc = id_of(1);
-    auto s = usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr);
+    auto s = usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr, 21 * kMsPerDay);
     ASSERT_EQ(s.size(), 2u);
     EXPECT_TRUE(same(s[0], {}));
     EXPECT_TRUE(same(s[1], {}));
-    EXPECT_TRUE(usage_series(src, UsageRange{Granularity::kDay, 22, 22}, &acc, nullptr).empty());
+    EXPECT_TRUE(usage_series(src, UsageRange{Granularity::kDay, 22, 22}, &acc, nullptr, 21 * kMsPerDay).empty());
 }
 
 TEST(UsageSeries, AnUnreadableSourceThrowsUnavailable) {
@@ -149,7 +149,7 @@ TEST(UsageSeries, AnUnreadableSourceThrowsUnavailable) {
     src.unavailable = true;
     const Id acc = id_of(1);
     try {
-        usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr);
+        usage_series(src, UsageRange{Granularity::kDay, 20, 22}, &acc, nullptr, 21 * kMsPerDay);
         FAIL() << "no throw";
     } catch (const StoreError &e) {
         EXPECT_EQ(e.kind(), StoreError::Kind::kUnavailable);
@@ -210,6 +210,8 @@ TEST(UsageReport, CsvFieldsAsRfc4180WritesThem) {
     EXPECT_EQ(csv_field("-2", true), "'-2");
     EXPECT_EQ(csv_field("@SUM(A1)", true), "'@SUM(A1)");
     EXPECT_EQ(csv_field("\tx", true), "'\tx");
+    EXPECT_EQ(csv_field("\rx", true), "\"'\rx\"");
+    EXPECT_EQ(csv_field(";x", true), "';x") << "a spreadsheet whose list separator is ; splits there";
     EXPECT_EQ(csv_field("=HYPERLINK(\"http://x\",\"y\")", true), "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"");
     EXPECT_EQ(csv_field("a=b", true), "a=b") << "only the first character counts";
     // a value that is not text (an id, a number) is as it is
@@ -229,7 +231,7 @@ TEST(UsageApiUnavailable, Is503StoreUnavailable) {
     HttpRequest r;
     r.method = "GET";
     r.path = "/v1/usage";
-    r.query = "granularity=day&from=2026-11-20&to=2026-11-22";
+    r.query = "granularity=day&from=2026-11-20&to=2026-11-21";
     r.has_authorization = true;
     r.authorization = "Bearer " + alice.console_token;
     HttpResponse res = api.handle(r);
@@ -260,7 +262,16 @@ TEST(UsageRange, FromRoundsDownToRoundsUp) {
     r = range_of(std::nullopt, "2026-11-20", "2026-11-21");
     EXPECT_EQ(r.range.granularity, Granularity::kDay) << "day by default";
     EXPECT_EQ(r.range.from, kDay);
-    EXPECT_EQ(r.range.to, kDay + 1) << "to is exclusive: one day";
+    EXPECT_EQ(r.range.to, kDay + 2) << "a date as to includes that whole day: two days";
+    r = range_of(std::nullopt, "2026-11-20", "2026-11-21T00:00:00Z");
+    EXPECT_EQ(r.range.to, kDay + 1) << "an instant as to is exclusive: one day";
+    r = range_of("day", "2026-11-20", "2026-11-20");
+    ASSERT_EQ(r.field, "") << r.message;
+    EXPECT_EQ(r.range.size(), 1u) << "from=to=a date: that day";
+    r = range_of("hour", "2026-11-20", "2026-11-20");
+    ASSERT_EQ(r.field, "") << r.message;
+    EXPECT_EQ(r.range.from, kDay * 24);
+    EXPECT_EQ(r.range.size(), 24u) << "... in hours: its 24 hours";
     // offsets name instants: 2026-11-21T00:59:59.999Z rounds down to the
     // 21st, 2026-11-20T23:00:00Z up to the 21st: an empty range
     EXPECT_EQ(range_of("day", "2026-11-20T23:59:59.999-01:00", "2026-11-21T00:00:00+01:00").field, "from");
@@ -280,12 +291,15 @@ TEST(UsageRange, Defaults) {
     EXPECT_EQ(from_only.range.to, kDay + 1);
     EXPECT_EQ(from_only.range.size(), 20u);
     auto to_only = range_of("day", std::nullopt, "2026-11-01");
-    EXPECT_EQ(to_only.range.size(), 30u) << "30 days before to";
+    EXPECT_EQ(to_only.range.size(), 30u) << "30 days ending with to";
+    EXPECT_EQ(period_start_ms(Granularity::kDay, to_only.range.to), *parse_usage_instant("2026-11-02"))
+        << "November's first day included";
 }
 
 TEST(UsageRange, LimitsAndRefusalsNameTheField) {
     EXPECT_EQ(range_of("hour", "2026-11-20T00:00:00Z", "2026-11-27T00:00:00Z").range.size(), 168u);
-    EXPECT_EQ(range_of("day", "2025-01-01", "2026-02-05").range.size(), 400u);
+    EXPECT_EQ(range_of("day", "2025-01-01", "2026-02-04").range.size(), 400u);
+    EXPECT_EQ(range_of("day", "2025-01-01", "2026-02-05T00:00:00Z").range.size(), 400u);
     struct Case {
         std::optional<std::string> g, from, to;
         const char *field;
@@ -293,15 +307,18 @@ TEST(UsageRange, LimitsAndRefusalsNameTheField) {
         {"week", std::nullopt, std::nullopt, "granularity"},
         {"", std::nullopt, std::nullopt, "granularity"},
         {"hour", "2026-11-20T00:00:00Z", "2026-11-27T00:00:00.001Z", "to"},  // 169 hours
-        {"day", "2025-01-01", "2026-02-06", "to"},                           // 401 days
+        {"day", "2025-01-01", "2026-02-05", "to"},                           // 401 days
         {"day", "2020-01-01", std::nullopt, "from"},                         // to not given: from names it
         {"day", "2026-11-21", "2026-11-20", "from"},
-        {"day", "2026-11-20", "2026-11-20", "from"},
+        {"day", "2026-11-20", "2026-11-20T00:00:00Z", "from"},               // an empty range
+        {std::nullopt, std::nullopt, "1970-01-01", "to"},                    // 30 days would start in 1969
+        {"hour", std::nullopt, "1970-01-01T00:00:00Z", "to"},                // nothing before it
         {"day", "2026-12-01", std::nullopt, "from"},                         // after today
         {"day", "yesterday", "nonsense", "from"},                            // from first
         {"day", "2026-11-20", "nonsense", "to"},
         {"day", "1969-12-31", "1970-01-02", "from"},                         // before the epoch
-        {"day", "9999-12-30", "9999-12-31", ""},                             // the last day that can be named
+        {"day", "9999-12-30", "9999-12-30", ""},                             // the last day that can end a range
+        {"day", "9999-12-30", "9999-12-31", "to"},                           // would end in the year 10000
         {"day", "9999-12-30", "9999-12-31T00:00:00.001Z", "to"},             // would end in the year 10000
         {"hour", "9999-12-31T22:00:00Z", "9999-12-31T23:30:00Z", "to"},
     };

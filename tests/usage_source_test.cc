@@ -3,6 +3,9 @@
 // members on loopback, tests/etcd_cluster.h). The publisher is tested here
 // too, as the writer of what the etcd source reads.
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <sys/stat.h>
 #include <lmdb.h>
 
@@ -95,7 +98,7 @@ TEST(UsageKeyspace, SyncdsWatchEndsBeforeUsageAndAfterEveryTable) {
 
 TEST(LmdbUsageSource, NoEnvMeansUnusedKeys) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     auto u = src->usage_of(id_of(1), {id_of(2), id_of(3)});
     ASSERT_EQ(u.size(), 2u);
     EXPECT_EQ(u[id_of(2)], KeyUsage{});
@@ -103,7 +106,7 @@ TEST(LmdbUsageSource, NoEnvMeansUnusedKeys) {
 
 TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], KeyUsage{}) << "before the env exists";
     const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
     count(path, id_of(1), id_of(2), 5, 1, 1000);
@@ -120,7 +123,7 @@ TEST(LmdbUsageSource, ReadsTheTotalsOfTheAccountsKeys) {
 // buckets are read too, by the same source.
 TEST(LmdbUsageSource, AnEnvWithoutBucketTablesStillGivesItsTotals) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
     {  // the older edge's env, by plain LMDB: the usage table only
         ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
@@ -154,13 +157,35 @@ TEST(LmdbUsageSource, AnEnvWithoutBucketTablesStillGivesItsTotals) {
     EXPECT_EQ(hours(), 1) << "the bucket tables, made later, are found";
 }
 
+// A usage store removed (the recovery of a corrupt one) or replaced while
+// keyauthd runs: the next read notices that the files at the path are not
+// the ones it has open and reads the path's (none: unused; a new store: its
+// counts), never the deleted files until a restart (#44 item 11).
+TEST(LmdbUsageSource, FollowsAStoreRemovedOrReplacedAtItsPath) {
+    TempDir dir;
+    const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
+    auto src = make_usage_source(path, etcd::ClientOptions{}, kPrefix);
+    count(path, id_of(1), id_of(2), 5, 0, 1000);
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)].allowed, 5u);
+    ASSERT_EQ(std::system(("rm -rf '" + path + "'").c_str()), 0);
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)], KeyUsage{}) << "removed: nothing used";
+    count(path, id_of(1), id_of(2), 2, 0, 2000);  // the worker's new store
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)].allowed, 2u) << "the new store at the path";
+    // another store put in its place (moved aside, another put back)
+    const std::string other = dir.sub("other.usage");
+    count(other, id_of(1), id_of(2), 9, 0, 3000);
+    ASSERT_EQ(std::rename(path.c_str(), dir.sub("aside.usage").c_str()), 0);
+    ASSERT_EQ(std::rename(other.c_str(), path.c_str()), 0);
+    EXPECT_EQ(src->usage_of(id_of(1), {id_of(2)})[id_of(2)].allowed, 9u) << "the store now at the path";
+}
+
 // keyauthd reads usage from its pool threads at once while the edge's worker
 // writes. The usage table's handle is opened once (LMDB forbids opening
 // handles in concurrent transactions, and an aborted one closed the handle
 // under the other readers: a use after free that ASan reports here).
 TEST(LmdbUsageSource, ConcurrentReadersWhileTheWorkerWrites) {
     TempDir dir;
-    auto src = make_usage_source(dir.sub("db"), etcd::ClientOptions{}, kPrefix);
+    auto src = make_usage_source(default_usage_dir(dir.sub("db")), etcd::ClientOptions{}, kPrefix);
     const std::string path = dir.sub("db") + KA_USAGE_DIR_SUFFIX;
     count(path, id_of(1), id_of(2), 1, 0, 1000);
     std::atomic<int> wrong{0};

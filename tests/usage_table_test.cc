@@ -198,3 +198,87 @@ TEST(UsageTable, ConcurrentCountsAndCollectionsLoseNothing) {
     EXPECT_EQ(allowed + limited, uint64_t{kThreads} * kPerThread);
     EXPECT_EQ(limited, uint64_t{kThreads} * ((kPerThread + 2) / 3));
 }
+
+namespace {
+
+// 2027-01-15T12:00:00Z, an hour's start
+constexpr int64_t kHourMs = 1'800'000'000'000 / 3'600'000 * 3'600'000 + 3'600'000;
+
+uint64_t allowed_before(const std::vector<UsageDelta> &ds, int64_t t) {
+    uint64_t n = 0;
+    for (const auto &d : ds) n += d.last_used_ms < t ? d.allowed : 0;
+    return n;
+}
+
+}  // namespace
+
+// A key counted on both sides of an hour before the collector took its
+// counts: the first count after the hour moves the earlier ones aside, so
+// that the collector hands them on apart, each with a last use in its hour
+// (a large zone's walk takes seconds: its late slots held calls of both
+// hours, all filed in the hour before; #44 item 13).
+TEST(UsageTable, CountsEitherSideOfAnHourAreHandedOnApart) {
+    Table t(32);  // one probe window: every key may take any slot
+    const Id k = key_n(5), quiet = key_n(6);
+    for (int i = 0; i < 3; i++) t.count(k, true, kHourMs - 10'000 + i);
+    t.count(quiet, true, kHourMs - 5'000);
+    t.count(k, true, kHourMs + 1'000);
+    t.count(k, false, kHourMs + 1'500);
+    auto d = t.collect(kHourMs + 2'000);
+    ASSERT_EQ(d.size(), 3u) << "k before the hour, k after it, quiet";
+    EXPECT_EQ(allowed_before(d, kHourMs), 4u) << "3 of k and 1 of quiet before the hour";
+    for (const auto &x : d) {
+        if (key_of(x) != k) continue;
+        if (x.last_used_ms < kHourMs) {
+            EXPECT_EQ(x.allowed, 3u);
+            EXPECT_EQ(x.rate_limited, 0u);
+            EXPECT_EQ(x.last_used_ms, kHourMs - 10'000 + 2);
+        } else {
+            EXPECT_EQ(x.allowed, 1u);
+            EXPECT_EQ(x.rate_limited, 1u);
+            EXPECT_EQ(x.last_used_ms, kHourMs + 1'500);
+        }
+    }
+    EXPECT_TRUE(t.collect(kHourMs + 3'000).empty()) << "each count handed on once";
+    // the slot the earlier counts waited in is free again: the table's room
+    // is the keys', not twice as many (k and quiet hold 2 of the 32)
+    for (uint64_t n = 100; n < 100 + 30; n++) EXPECT_TRUE(t.count(key_n(n), true, kHourMs + 4'000).counted) << n;
+    EXPECT_FALSE(t.count(key_n(200), true, kHourMs + 4'000).counted) << "and no more";
+    // a key whose counts were all taken before the hour crosses it as it is
+    t.collect(kHourMs + 5'000 + kIdleMs);  // the 30 idle keys' slots freed
+    t.count(k, true, kHourMs + 3'599'000);
+    t.collect(kHourMs + 3'599'500);
+    t.count(k, true, kHourMs + 3'601'000);
+    d = t.collect(kHourMs + 3'602'000);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].last_used_ms, kHourMs + 3'601'000);
+}
+
+// Threads count keys across an hour (each key's calls in order, as one
+// client's) while another collects: every count is handed on once, in the
+// hour it was made.
+TEST(UsageTable, ConcurrentCountsAcrossAnHourAreFiledInTheirHour) {
+    Table t(4096);
+    constexpr int kThreads = 8, kPerKey = 2'000, kKeysPerThread = 6;
+    std::atomic<int> running{kThreads};
+    uint64_t before = 0, after = 0;
+    auto fold = [&](const std::vector<UsageDelta> &ds) {
+        for (const auto &d : ds) (d.last_used_ms < kHourMs ? before : after) += d.allowed;
+    };
+    std::vector<std::thread> threads;
+    for (int th = 0; th < kThreads; th++) {
+        threads.emplace_back([&, th] {
+            for (int i = 0; i < kPerKey; i++) {
+                const int64_t at = kHourMs - kPerKey / 2 + i;  // half before the hour
+                for (int k = 0; k < kKeysPerThread; k++) t.count(key_n(th * kKeysPerThread + k), true, at);
+            }
+            running--;
+        });
+    }
+    while (running > 0) fold(t.collect(kHourMs));
+    for (auto &th : threads) th.join();
+    fold(t.collect(kHourMs + kPerKey));
+    EXPECT_EQ(before, uint64_t{kThreads} * kKeysPerThread * (kPerKey / 2)) << "after: " << after;
+    EXPECT_EQ(after, uint64_t{kThreads} * kKeysPerThread * (kPerKey / 2)) << "before: " << before;
+    EXPECT_EQ(t.table->drops(), 0u);
+}

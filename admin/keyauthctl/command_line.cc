@@ -13,7 +13,7 @@
 namespace keyauthctl {
 
 extern const char kUsage[];
-const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
+const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] COMMAND
        keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
   account create --name NAME (--entitlement RPM | --plan PLAN_ID | both) [--max-keys N]
@@ -66,14 +66,16 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         who changed what, newest first: one account's trail, or every event;
         --limit 1 to 1000 (default 100)
   usage report [--account ACC_ID] [--key KEY_ID] --from DATE --to DATE --by day|month
-               [--format csv|json]
+               [--format csv|json] [--bom]
         what each account used (or one key), per UTC day or calendar month,
         from --from to --to inclusive (dates, YYYY-MM-DD, at most 400 days):
         allowed, rate-limited and quota-exceeded calls and units charged, with
         the account's plan. Every account with any use is a row per period
         (and --account's even without). CSV (the default; --json: JSON) is
         RFC 4180 with a header row, CRLF, UTF-8; a name that a spreadsheet
-        would take for a formula starts with an apostrophe
+        would take for a formula (=, +, -, @, ;, tab or CR first) starts
+        with an apostrophe. --bom starts the CSV with the UTF-8 byte order
+        mark, which Excel on Windows needs to read it as UTF-8
   admin-token create --name NAME --scope SCOPE [--scope SCOPE ...] [--expires-at TIME]
         a token of the admin API (keyauthd --admin-listen) for one of your
         services, printed once: kaa_... SCOPE is one of accounts:read,
@@ -98,6 +100,10 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         and whether USER (the nginx worker user) can use it; exit 1 on a failure
 
   --db PATH       the LMDB environment directory (or $KEYAUTH_DB); created if missing
+  --usage-db PATH the usage store the nginx workers write (nginx's
+                  keyauth_usage_db), where account show, key show and usage
+                  report read what was used (default: --db PATH + ".usage");
+                  not for --etcd, not for doctor
   --etcd URL[,URL...]
                   many-edge mode: the etcd cluster that holds the store,
                   instead of --db (or $KEYAUTH_ETCD); not for doctor
@@ -111,7 +117,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
                   doubles it, as far as the disk allows; not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
-(--json and --any-scope take no value); only --scope and --allowed-scope may
+(--json, --any-scope and --bom take no value); only --scope and --allowed-scope may
 be given more than once. An unknown command or option, a missing value, a
 repeated option or an extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
@@ -222,7 +228,8 @@ const std::vector<Command> kCommands = {
       {"from", true, false},
       {"to", true, false},
       {"by", true, false},
-      {"format", false, false}},
+      {"format", false, false},
+      {"bom", false, false, true}},
      true},
     {"admin-token",
      "create",
@@ -239,7 +246,8 @@ const std::vector<Command> kCommands = {
 };
 
 // Options every command takes (--map-size: those that open the store).
-const char *const kGlobalOptions[] = {"db", "map-size", "etcd", "etcd-prefix", "etcd-cacert", "etcd-cert", "etcd-key"};
+const char *const kGlobalOptions[] = {"db",          "usage-db",  "map-size", "etcd",
+                                      "etcd-prefix", "etcd-cacert", "etcd-cert", "etcd-key"};
 
 bool is_etcd_option(const std::string &name) { return name.rfind("etcd", 0) == 0; }
 
@@ -371,7 +379,7 @@ void check_args(Args &a) {
             if (opt == o.name) spec = &o;
         // doctor examines an LMDB directory: it takes no etcd options
         const bool global = opt == "db" || (is_etcd_option(opt) && std::string(c.group) != "doctor") ||
-                            (opt == "map-size" && c.opens_store);
+                            ((opt == "map-size" || opt == "usage-db") && c.opens_store);
         if (spec == nullptr && !global) throw UsageError(name + " does not take --" + opt);
         if (values.size() > 1 && !(spec && spec->repeatable))
             throw UsageError("--" + opt + " given more than once");

@@ -1,6 +1,6 @@
 // keyauthctl: the operator's CLI over the same LMDB store as keyauthd.
 //
-//   keyauthctl --db PATH [--json] COMMAND ...
+//   keyauthctl --db PATH [--usage-db PATH] [--json] COMMAND ...
 //   keyauthctl --etcd URL[,URL...] [--json] COMMAND ...
 //
 // Exit status: 0 done, 1 the store refused (not found, invalid input, I/O),
@@ -16,6 +16,7 @@
 #include "etcd_backend.h"
 #include "store.h"
 #include "terminal_text.h"
+#include "usage_source.h"
 
 int main(int argc, char **argv) {
     using namespace keyauthctl;
@@ -35,6 +36,8 @@ int main(int argc, char **argv) {
             throw UsageError("$KEYAUTH_DB and $KEYAUTH_ETCD are both set: give --db or --etcd");
         if (!etcd.empty()) {
             if (group == "doctor") throw UsageError("doctor checks an LMDB store: give --db PATH");
+            if (a.opt("usage-db"))
+                throw UsageError("--usage-db is for a single host (--db); with --etcd usage is read from etcd");
             keyauth::EtcdBackendOptions eo;
             eo.endpoints = etcd;
             eo.prefix = a.opt("etcd-prefix").value_or(std::string(keyauth::kDefaultEtcdPrefix));
@@ -67,8 +70,10 @@ int main(int argc, char **argv) {
             map_size = size_t{n} << 20;
         }
         keyauth::Store store(db, map_size);
-        set_quota_usage(keyauth::make_quota_usage_source(db, {}));
-        set_usage_source(keyauth::make_usage_source(db, {}, ""));
+        // where the edge's workers put usage (nginx's keyauth_usage_db)
+        const std::string usage_dir = a.opt("usage-db").value_or(keyauth::default_usage_dir(db));
+        set_quota_usage(keyauth::make_quota_usage_source(usage_dir, {}));
+        set_usage_source(keyauth::make_usage_source(usage_dir, {}, ""));
         if (group == "init") return run_init(db, a);
         return run(store, a);
     } catch (const UsageError &e) {

@@ -2,7 +2,7 @@
 // HTTP on loopback, behind nginx (nginx_conf/console_api.conf), and writes
 // the LMDB store the edge reads. Every 2xx is sent after a durable commit.
 //
-//   keyauthd --db PATH --listen 127.0.0.1:PORT [--trusted-proxy ADDR[,ADDR...]]
+//   keyauthd --db PATH [--usage-db PATH] --listen 127.0.0.1:PORT [--trusted-proxy ADDR[,ADDR...]]
 //            [--max-connections N] [--allow-remote]
 //   keyauthd --etcd URL[,URL...] --listen ADDR:PORT [...]
 #include <signal.h>
@@ -62,7 +62,8 @@ int main(int argc, char **argv) {
         // a create is never committed after the console has given up on it.
         store.set_write_wait_limit(std::chrono::seconds(5));
         // Usage is read where the edges put it: etcd (every edge's syncd
-        // publishes there) or the usage store beside --db.
+        // publishes there) or the usage store (--usage-db, beside --db by
+        // default).
         keyauth::etcd::ClientOptions usage_etcd;
         if (!opt.etcd.empty()) {
             std::string error;
@@ -74,9 +75,9 @@ int main(int argc, char **argv) {
         }
         const std::string prefix =
             opt.etcd_prefix.empty() ? std::string(keyauth::kDefaultEtcdPrefix) : opt.etcd_prefix;
-        std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(opt.db, usage_etcd, prefix);
+        std::unique_ptr<keyauth::UsageSource> usage = keyauth::make_usage_source(opt.usage_db, usage_etcd, prefix);
         std::unique_ptr<keyauth::QuotaUsageSource> quota_usage =
-            keyauth::make_quota_usage_source(opt.db, usage_etcd, prefix);
+            keyauth::make_quota_usage_source(opt.usage_db, usage_etcd, prefix);
         keyauth::ConsoleApi api(store, usage.get(), quota_usage.get());
         // GET /metrics on the same listener (the nginx configs proxy only
         // /v1/keys and /v1/audit, so it stays on loopback)
@@ -120,6 +121,7 @@ int main(int argc, char **argv) {
         keyauth::emit({{"event", "listening"},
                         {"listen", opt.listen},
                         {opt.etcd.empty() ? "db" : "etcd", opt.etcd.empty() ? opt.db : opt.etcd},
+                        {"usageDb", opt.etcd.empty() ? nlohmann::json(opt.usage_db) : nlohmann::json(nullptr)},
                         {"maxConnections", max_connections},
                         {"trustedProxies", opt.trusted_proxies}});
         if (admin_server) keyauth::emit({{"event", "listening"}, {"adminListen", opt.admin_listen}});

@@ -5,12 +5,13 @@
 
 #include "cli_values.h"
 #include "program_usage.h"
+#include "usage_source.h"
 
 namespace keyauthd {
 namespace {
 
-const char kUsage[] = R"(usage: keyauthd --db PATH --listen 127.0.0.1:PORT [--admin-listen 127.0.0.1:PORT]
-                [--trusted-proxy ADDR] [--allow-remote]
+const char kUsage[] = R"(usage: keyauthd --db PATH [--usage-db PATH] --listen 127.0.0.1:PORT
+                [--admin-listen 127.0.0.1:PORT] [--trusted-proxy ADDR] [--allow-remote]
        keyauthd --etcd URL[,URL...] --listen ADDR:PORT [--admin-listen ADDR:PORT] [...]
 
 Serves the console key-management API (POST /v1/keys, GET /v1/keys,
@@ -24,6 +25,9 @@ bodies (413); 5 s for an idle keep-alive connection, 10 s for a request
 head, its body (408) and its answer.
 
   --db PATH       LMDB environment directory (created if missing)
+  --usage-db PATH the usage store the nginx workers write, where keyauthd
+                  reads usage, lastUsedAt and what quotas used: nginx's
+                  keyauth_usage_db (default, as nginx's: --db PATH + ".usage")
   --etcd URL[,URL...]
                   many-edge mode: the etcd cluster that holds the store,
                   instead of --db; keyauthd keeps no state, and any number
@@ -80,6 +84,7 @@ Options parse_options(int argc, char **argv) {
             continue;
         }
         std::string *slot = a == "--db"                ? &o.db
+                            : a == "--usage-db"        ? &o.usage_db
                             : a == "--etcd"            ? &o.etcd
                             : a == "--etcd-prefix"     ? &o.etcd_prefix
                             : a == "--etcd-cacert"     ? &o.etcd_cacert
@@ -101,6 +106,9 @@ Options parse_options(int argc, char **argv) {
     if (o.etcd.empty() && !(o.etcd_prefix + o.etcd_cacert + o.etcd_cert + o.etcd_key).empty())
         kCli.error("--etcd-prefix and the --etcd TLS options need --etcd");
     if (!o.etcd.empty() && !map_mib.empty()) kCli.error("--map-size is for an LMDB store (--db), not etcd");
+    if (!o.etcd.empty() && !o.usage_db.empty())
+        kCli.error("--usage-db is for a single host (--db); with --etcd usage is read from etcd");
+    if (o.etcd.empty() && o.usage_db.empty()) o.usage_db = keyauth::default_usage_dir(o.db);
     if (!keyauth::parse_host_port(o.listen, o.host, o.port)) {
         kCli.error("--listen needs HOST:PORT, e.g. 127.0.0.1:8081");
     }

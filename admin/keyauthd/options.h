@@ -10,6 +10,7 @@ namespace keyauthd {
 
 struct Options {
     std::string db;    // single host: the LMDB store
+    std::string usage_db;  // single host: the edge's usage store (default db + ".usage")
     std::string etcd;  // many edges: the etcd endpoints (exactly one of the two)
     std::string etcd_prefix, etcd_cacert, etcd_cert, etcd_key;
     std::string listen;  // as given, for messages

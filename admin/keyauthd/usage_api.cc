@@ -55,7 +55,7 @@ HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, c
     }
 
     std::vector<BucketCounts> series = usage
-        ? usage_series(*usage, range, &account, key ? &*key : nullptr)
+        ? usage_series(*usage, range, &account, key ? &*key : nullptr, store.now())
         : std::vector<BucketCounts>(range.size());
     json points = json::array();
     BucketCounts totals;

@@ -85,10 +85,11 @@ std::unique_ptr<QuotaUsageSource> make_etcd_quota_usage(etcd::ClientOptions opti
     return std::make_unique<EtcdQuotaUsage>(std::move(options), std::move(prefix));
 }
 
-std::unique_ptr<QuotaUsageSource> make_quota_usage_source(const std::string &db, const etcd::ClientOptions &etcd,
+std::unique_ptr<QuotaUsageSource> make_quota_usage_source(const std::string &usage_dir,
+                                                          const etcd::ClientOptions &etcd,
                                                           const std::string &etcd_prefix) {
     if (!etcd.endpoints.empty()) return make_etcd_quota_usage(etcd, etcd_prefix);
-    return make_ledger_quota_usage(db + KA_USAGE_DIR_SUFFIX + "/" + KA_QUOTA_LEDGER_FILE);
+    return make_ledger_quota_usage(usage_dir + "/" + KA_QUOTA_LEDGER_FILE);
 }
 
 }  // namespace keyauth

@@ -2,6 +2,7 @@
 // "used", "remaining" of a key's or an account's quota. Beside
 // usage_source.h (lifetime totals); this is the current period's count.
 //   - single host: the edge's quota ledger, "<usage dir>/quota.ledger"
+//     (the usage dir: keyauth_usage_db, --usage-db)
 //     (src/core/quota_ledger.h), mapped read-only once it exists;
 //   - many edges: the sum of what every edge's keyauth-syncd published of
 //     the subject's use in the period ("<prefix>/quota/...", quota_keyspace.h).
@@ -39,10 +40,11 @@ std::unique_ptr<QuotaUsageSource> make_ledger_quota_usage(std::string ledger_pat
 // Every edge's use, summed from etcd under `prefix`: one range read a call.
 std::unique_ptr<QuotaUsageSource> make_etcd_quota_usage(etcd::ClientOptions options, std::string prefix);
 
-// What keyauthd and keyauthctl wire in: the ledger beside the store (`db`
-// + ".usage"), or with etcd endpoints the many-edge source.
+// What keyauthd and keyauthctl wire in: the ledger in the usage store's
+// directory `usage_dir` (default_usage_dir of the store by default), or with
+// etcd endpoints the many-edge source.
 std::unique_ptr<QuotaUsageSource> make_quota_usage_source(
-    const std::string &db, const etcd::ClientOptions &etcd,
+    const std::string &usage_dir, const etcd::ClientOptions &etcd,
     const std::string &etcd_prefix = std::string(kDefaultEtcdPrefix));
 
 }  // namespace keyauth

@@ -114,6 +114,22 @@ public:
         });
     }
 
+    // "<prefix>/usage_history", put by every edge's syncd with its age-out.
+    uint32_t days_kept() override {
+        std::lock_guard<std::mutex> lock(mu_);
+        etcd::RangeRequest r;
+        r.key = etcd_usage_history_key(prefix_);
+        etcd::RangeResponse answer;
+        const etcd::Status st = client().range(r, answer);
+        if (!st.ok()) {
+            unavailable(std::string("etcd read of the usage history failed (") + etcd::errc_name(st.code) +
+                        "): " + st.message);
+        }
+        uint32_t days = 0;
+        if (answer.kvs.empty() || !decode_usage_history(answer.kvs[0].value, days)) return kDefaultDayBucketsKept;
+        return days;
+    }
+
 private:
     etcd::Client &client() {
         if (!client_) {

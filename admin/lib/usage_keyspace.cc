@@ -150,21 +150,35 @@ std::string encode_usage_mark(uint32_t hour, uint32_t day) {
     return std::to_string(hour) + " " + std::to_string(day);
 }
 
+namespace {
+
+// 1 to 10 decimal digits of a u32.
+bool decimal_u32(std::string_view s, uint32_t &out) {
+    if (s.empty() || s.size() > 10) return false;
+    uint64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (v > UINT32_MAX) return false;
+    out = static_cast<uint32_t>(v);
+    return true;
+}
+
+}  // namespace
+
 bool decode_usage_mark(std::string_view value, uint32_t &hour, uint32_t &day) {
     const size_t space = value.find(' ');
     if (space == std::string_view::npos) return false;
-    auto num = [](std::string_view s, uint32_t &out) {
-        if (s.empty() || s.size() > 10) return false;
-        uint64_t v = 0;
-        for (char c : s) {
-            if (c < '0' || c > '9') return false;
-            v = v * 10 + static_cast<uint64_t>(c - '0');
-        }
-        if (v > UINT32_MAX) return false;
-        out = static_cast<uint32_t>(v);
-        return true;
-    };
-    return num(value.substr(0, space), hour) && num(value.substr(space + 1), day);
+    return decimal_u32(value.substr(0, space), hour) && decimal_u32(value.substr(space + 1), day);
+}
+
+std::string etcd_usage_history_key(std::string_view prefix) { return std::string(prefix) + "/usage_history"; }
+
+std::string encode_usage_history(uint32_t days) { return std::to_string(days); }
+
+bool decode_usage_history(std::string_view value, uint32_t &days) {
+    return decimal_u32(value, days) && days > 0;
 }
 
 }  // namespace keyauth

@@ -86,6 +86,15 @@ struct UsageBucketName {
 bool parse_etcd_usage_bucket_key(std::string_view bucket_prefix, Granularity g, std::string_view etcd_key,
                                  UsageBucketName &out);
 
+// "<prefix>/usage_history" -> the days of day buckets etcd keeps, in
+// decimal: keyauth-syncd's --usage-history, put with every age-out (every
+// edge's syncd; edges are meant to share it), read by keyauthd to clip its
+// reads to what is kept. Outside every range above.
+std::string etcd_usage_history_key(std::string_view prefix);
+std::string encode_usage_history(uint32_t days);
+// False for anything but 1 to 10 decimal digits of a positive u32.
+bool decode_usage_history(std::string_view value, uint32_t &days);
+
 // "<prefix>/usage_marks/<edge id hex>" and its value.
 std::string etcd_usage_mark_key(std::string_view prefix, const unsigned char edge_id[KA_USAGE_EDGE_ID_LEN]);
 std::string encode_usage_mark(uint32_t hour, uint32_t day);

@@ -1,5 +1,6 @@
 #include "usage_series.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "rfc3339.h"
@@ -18,16 +19,25 @@ std::optional<Granularity> parse_granularity(std::string_view text) {
     return std::nullopt;
 }
 
+bool is_usage_date(std::string_view text) {
+    if (text.size() != 10) return false;
+    for (size_t i = 0; i < text.size(); i++) {
+        const bool dash = i == 4 || i == 7;
+        if (dash ? text[i] != '-' : !std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+    }
+    return true;
+}
+
 std::optional<int64_t> parse_usage_instant(std::string_view text) {
     // a date alone is that day's 00:00 UTC; the parser checks the calendar
-    if (text.size() == 10) {
-        for (size_t i = 0; i < text.size(); i++) {
-            const bool dash = i == 4 || i == 7;
-            if (dash ? text[i] != '-' : !std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
-        }
-        return parse_time(std::string(text) + "T00:00:00Z");
-    }
+    if (text.size() == 10) return is_usage_date(text) ? parse_time(std::string(text) + "T00:00:00Z") : std::nullopt;
     return parse_time(text);
+}
+
+std::optional<int64_t> parse_usage_to(std::string_view text) {
+    std::optional<int64_t> ms = parse_usage_instant(text);
+    if (ms && is_usage_date(text)) *ms += kMsPerDay;
+    return ms;
 }
 
 uint32_t period_floor(Granularity g, int64_t ms) { return period_of(g, ms); }
@@ -64,7 +74,7 @@ UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity
     }
     std::optional<int64_t> from_ms, to_ms;
     if (from && !(from_ms = parse_usage_instant(*from))) return bad_instant("from");
-    if (to && !(to_ms = parse_usage_instant(*to))) return bad_instant("to");
+    if (to && !(to_ms = parse_usage_to(*to))) return bad_instant("to");
     if ((from_ms && *from_ms >= kYear10000Ms) || (to_ms && *to_ms >= kYear10000Ms))
         return refused(from_ms && *from_ms >= kYear10000Ms ? "from" : "to", "the range must end before the year 10000");
 
@@ -73,11 +83,15 @@ UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity
     if (period_start_ms(g, range.to) >= kYear10000Ms) return refused("to", "the range must end before the year 10000");
     if (from_ms) {
         range.from = period_floor(g, *from_ms);
+        if (range.from >= range.to) return refused("from", "from must be before to");
     } else {
+        // the default span ends at to; to placed it, so to is named
         const uint32_t span = g == Granularity::kHour ? kDefaultUsageHours : kDefaultUsageDays;
-        range.from = range.to > span ? range.to - span : 0;
+        if (range.to < span)
+            return refused("to", g == Granularity::kHour ? "without from, to must leave 48 hours after 1970-01-01"
+                                                         : "without from, to must leave 30 days after 1970-01-01");
+        range.from = range.to - span;
     }
-    if (range.from >= range.to) return refused("from", "from must be before to");
     if (range.size() > max_buckets(g)) {
         // the one given names the range: to if given, else from
         return refused(to ? "to" : "from", g == Granularity::kHour
@@ -87,13 +101,22 @@ UsageRangeAnswer parse_usage_range(const std::optional<std::string> &granularity
     return UsageRangeAnswer{range, "", ""};
 }
 
-std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
-                                       const Id *key) {
-    std::vector<BucketCounts> series(range.size());
-    if (series.empty()) return series;
-    source.buckets(range.granularity, range.from, range.to, account, key, [&](const BucketRow &row) {
-        if (row.period >= range.from && row.period < range.to) series[row.period - range.from].add(row.counts);
+void kept_buckets(UsageSource &source, const UsageRange &range, const Id *account, const Id *key, int64_t now_ms,
+                  const BucketSink &each) {
+    if (range.size() == 0) return;
+    const uint32_t days = range.granularity == Granularity::kDay ? source.days_kept() : 0;
+    const uint32_t from = std::max(range.from, first_kept_period(range.granularity, now_ms, days));
+    if (from >= range.to) return;
+    source.buckets(range.granularity, from, range.to, account, key, [&](const BucketRow &row) {
+        if (row.period >= from && row.period < range.to) each(row);
     });
+}
+
+std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &range, const Id *account,
+                                       const Id *key, int64_t now_ms) {
+    std::vector<BucketCounts> series(range.size());
+    kept_buckets(source, range, account, key, now_ms,
+                 [&](const BucketRow &row) { series[row.period - range.from].add(row.counts); });
     return series;
 }
 
@@ -118,7 +141,8 @@ std::vector<UsagePeriod> usage_periods(uint32_t from_day, const std::vector<Buck
 std::string csv_field(std::string_view value, bool text) {
     std::string v(value);
     if (text && !v.empty() &&
-        (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r'))
+        (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == ';' || v[0] == '\t' ||
+         v[0] == '\r'))
         v.insert(v.begin(), '\'');
     if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
     std::string quoted = "\"";

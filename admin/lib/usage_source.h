@@ -1,7 +1,9 @@
 // Where keyauthd reads the usage of keys (usage and lastUsedAt of the key
 // object): what the edges collected, at most one collection interval stale
 // on one host, plus keyauth-syncd's publishing interval on many edges.
-//   - single host: the usage env beside the store ("<--db>.usage"), read-only;
+//   - single host: the usage env the edge writes (nginx's keyauth_usage_db,
+//     keyauthd's and keyauthctl's --usage-db; beside the store,
+//     "<--db>.usage", by default), read-only;
 //   - many edges: the sum over every edge's totals in etcd.
 // A key nobody has used (or no usage env yet) has zeros and last_used_ms 0
 // (lastUsedAt null).
@@ -46,6 +48,12 @@ public:
     // StoreError kUnavailable when the source cannot be read now.
     virtual void buckets(Granularity g, uint32_t from, uint32_t to, const Id *account,
                          const Id *key, const BucketSink &each) = 0;
+
+    // How many days of day buckets the edges keep (keyauth_usage_history,
+    // keyauth-syncd --usage-history): what they recorded, else the default.
+    // Readers clip to it (kept_buckets, usage_series.h), aged out or not.
+    // Throws as buckets() does.
+    virtual uint32_t days_kept() { return kDefaultDayBucketsKept; }
 };
 
 // Reads PATH (default: the store's path + ".usage") once it exists.
@@ -55,9 +63,13 @@ std::unique_ptr<UsageSource> make_lmdb_usage_source(std::string usage_db_path);
 // keys (usage_keyspace.h), one range for the window or one per period.
 std::unique_ptr<UsageSource> make_etcd_usage_source(etcd::ClientOptions options, std::string prefix);
 
-// What keyauthd wires in: etcd when endpoints are given, else LMDB at
-// `db` + ".usage".
-std::unique_ptr<UsageSource> make_usage_source(const std::string &db,
+// The usage store's default place, as nginx's keyauth_usage_db has it: a
+// sibling of the store, `db` + ".usage".
+std::string default_usage_dir(const std::string &db);
+
+// What keyauthd and keyauthctl wire in: etcd when endpoints are given, else
+// the usage store at `usage_dir`.
+std::unique_ptr<UsageSource> make_usage_source(const std::string &usage_dir,
                                                const etcd::ClientOptions &etcd,
                                                const std::string &etcd_prefix);
 

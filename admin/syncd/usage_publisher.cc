@@ -183,6 +183,9 @@ bool UsagePublisher::age_out(uint32_t hour, uint32_t day) {
         txn.success.emplace_back(etcd::DeleteRangeRequest{etcd_usage_bucket_prefix(options_.prefix, g),
                                                           etcd_usage_period_prefix(options_.prefix, g, cut)});
     }
+    // what etcd keeps, for keyauthd to clip its reads to between age-outs
+    txn.success.emplace_back(etcd::PutRequest{etcd_usage_history_key(options_.prefix),
+                                              encode_usage_history(options_.history_days)});
     etcd::TxnResponse answer;
     const etcd::Status s = client_->txn(txn, answer);
     if (!s.ok()) {

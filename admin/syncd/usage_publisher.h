@@ -29,8 +29,9 @@
 //
 // Age out: at the first round and once an hour, one DeleteRange of the
 // hours before the last 168 (7 days, as the edges keep them) and one of
-// the days before the last `history_days` (--usage-history). Idempotent:
-// every edge does it, any one is enough.
+// the days before the last `history_days` (--usage-history), and a put of
+// `history_days` at "<prefix>/usage_history" (keyauthd clips its reads to
+// it in between). Idempotent: every edge does it, any one is enough.
 //
 // It runs on a thread of its own with its own etcd client: a slow or
 // unreachable etcd delays usage, never the mirror.

@@ -71,8 +71,10 @@ ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept, char *er
 
 void ka_usage_env_close(ka_usage_env_t *env) { delete env; }
 
+int ka_usage_env_replaced(const ka_usage_env_t *env) { return env->env->replaced(); }
+
 long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t now_ms,
-                         int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock, char *err,
+                         int64_t idle_ms, const ka_lock_t *lock, char *err,
                          size_t err_len) {
     auto *t = static_cast<UsageTable *>(table);
     const RateLock l = lock_of(lock);
@@ -89,7 +91,7 @@ long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t
                [&deltas](const UsageDelta &d) { deltas.push_back(d); });
     if (!deltas.empty()) {
         std::string why;
-        if (!env->env->add(deltas.data(), deltas.size(), bucket_ms, why)) {
+        if (!env->env->add(deltas.data(), deltas.size(), now_ms, why)) {
             // these go back; the slots after them were not touched
             for (const UsageDelta &d : deltas) t->restore(d, l);
             say(err, err_len, why);
@@ -97,6 +99,12 @@ long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from, int64_t
         }
     }
     *from = end;
+    // the walk's end: what is past its keeping goes, traffic or not (a
+    // failure is tried again at the next collection's end)
+    if (end == t->slots()) {
+        std::string ignored;
+        (void)env->env->age_out(now_ms, ignored);
+    }
     return static_cast<long>(deltas.size());
 }
 

@@ -364,18 +364,23 @@ int ka_usage_count(void *table, const ka_auth_result_t *key,
 ka_usage_env_t *ka_usage_env_open(const char *path, uint32_t days_kept,
     char *err, size_t err_len);
 void ka_usage_env_close(ka_usage_env_t *env);
+/* 1 when the files at its path are no longer the ones it has open (the
+ * store removed, or another put there): close it and open the path anew. */
+int ka_usage_env_replaced(const ka_usage_env_t *env);
 
 /* Moves the deltas of the slots from *from on, at most one write
- * transaction (4096 slots), into env: into the keys' totals and their hour
- * and day buckets of bucket_ms, and frees the slots of keys idle for
- * idle_ms. A collection calls it until *from reaches
- * ka_usage_table_slots(), so that a large zone gives the event loop back
- * between parts. Returns the number of keys written and advances *from, or
- * -1 with err filled: then the deltas of that part are back in the table and
- * *from stays where it began. Any worker may call it at any time: a delta is
- * taken by exactly one caller. */
+ * transaction (4096 slots), into env: into the keys' totals and the hour
+ * and day buckets of their counts (each delta's last call: the zone keeps a
+ * key's hours apart), and frees the slots of keys idle for idle_ms. A
+ * collection calls it until *from reaches ka_usage_table_slots(), so that a
+ * large zone gives the event loop back between parts; the last part also
+ * ages out the buckets past their keeping at now_ms, whether or not
+ * anything was counted. Returns the number of keys written and advances
+ * *from, or -1 with err filled: then the deltas of that part are back in
+ * the table and *from stays where it began. Any worker may call it at any
+ * time: a delta is taken by exactly one caller. */
 long ka_usage_flush_part(void *table, ka_usage_env_t *env, size_t *from,
-    int64_t now_ms, int64_t bucket_ms, int64_t idle_ms, const ka_lock_t *lock,
+    int64_t now_ms, int64_t idle_ms, const ka_lock_t *lock,
     char *err, size_t err_len);
 
 /* CLOCK_MONOTONIC in nanoseconds: shared by all processes, never jumps. */

@@ -55,7 +55,10 @@ Slot *slots_of(const void *table) noexcept {
     return reinterpret_cast<Slot *>(static_cast<unsigned char *>(const_cast<void *>(table)) + sizeof(Header));
 }
 
-enum SlotState : uint32_t { kNeverUsed = 0, kInUse = 1, kFreed = 2 };
+// kSpill (the usage table only): a key's counts of an hour that ended,
+// moved out of its slot by its first count of the next hour, until the
+// collector takes them; never found by find(), never given to a key.
+enum SlotState : uint32_t { kNeverUsed = 0, kInUse = 1, kFreed = 2, kSpill = 3 };
 
 template <class Slot>
 bool matches(const Slot &s, const SlotId &id) noexcept {

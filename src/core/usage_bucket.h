@@ -54,6 +54,16 @@ inline int64_t period_start_ms(Granularity g, uint32_t period) noexcept {
     return static_cast<int64_t>(period) * granularity_ms(g);
 }
 
+// The first period still kept at now_ms: the current one and the
+// kHourBucketsKept hours or `days_kept` days before it, less one. The
+// edges and keyauth-syncd age out what is older; keyauthd reads it as
+// zeros whether or not it was aged out yet.
+inline uint32_t first_kept_period(Granularity g, int64_t now_ms, uint32_t days_kept) noexcept {
+    const uint32_t kept = g == Granularity::kHour ? kHourBucketsKept : days_kept;
+    const uint32_t now = period_of(g, now_ms);
+    return now >= kept ? now - kept + 1 : 0;
+}
+
 // The LMDB key: period (u32 big-endian: the table is in time order) ++
 // account id ++ key id.
 void encode_bucket_key(uint32_t period, const unsigned char account[KA_ID_LEN],

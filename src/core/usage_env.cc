@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "le.h"
 #include "usage_record.h"
 
 namespace keyauth {
@@ -59,6 +60,18 @@ int ensure_edge_id(MDB_txn *txn, MDB_dbi meta, unsigned char out[KA_USAGE_EDGE_I
     return rc;
 }
 
+// How long this edge keeps day buckets, for keyauthd's reads to clip to:
+// written at every open, as the edge's keyauth_usage_history may change.
+int put_days_kept(MDB_txn *txn, MDB_dbi meta, uint32_t days_kept, std::string &err) {
+    MDB_val k{sizeof(KA_USAGE_META_DAYS_KEPT) - 1, const_cast<char *>(KA_USAGE_META_DAYS_KEPT)};
+    unsigned char le[4];
+    store_le<uint32_t>(le, days_kept);
+    MDB_val v{sizeof(le), le};
+    int rc = mdb_put(txn, meta, &k, &v, 0);
+    if (rc != 0) err = mdb_error("writing days_kept", rc);
+    return rc;
+}
+
 // Before LMDB opens: it would make lock.mdb with data.mdb's mode.
 bool create_lock_file(const std::string &dir, std::string &err) {
     const std::string path = dir + "/lock.mdb";
@@ -95,7 +108,7 @@ int add_bucket(MDB_txn *txn, MDB_dbi dbi, const unsigned char key[KA_USAGE_BUCKE
 // Deletes the buckets of periods before `keep_from` from the start of the
 // table (it is in time order: only old buckets are visited), at most
 // `budget` of them; returns what is left of the budget.
-int age_out(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget) {
+int age_out_table(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget) {
     MDB_cursor *cur = nullptr;
     int rc = mdb_cursor_open(txn, dbi, &cur);
     if (rc != 0) return rc;
@@ -118,6 +131,23 @@ int age_out(MDB_txn *txn, MDB_dbi dbi, uint32_t keep_from, size_t &budget) {
 }
 
 }  // namespace
+
+bool file_id_of(const std::string &path, FileId &id) noexcept {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;
+    id = FileId{static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino)};
+    return true;
+}
+
+bool UsageEnv::replaced() const noexcept {
+    try {
+        FileId d, l;
+        return !file_id_of(path_ + "/data.mdb", d) || d != data_id_ || !file_id_of(path_ + "/lock.mdb", l) ||
+               l != lock_id_;
+    } catch (...) {  // the path's string: out of memory is no reason to reopen
+        return false;
+    }
+}
 
 bool ensure_usage_dir(const std::string &path, std::string &err) {
     if (::mkdir(path.c_str(), kDirMode) == 0) {
@@ -172,7 +202,8 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
             mdb_txn_abort(txn);
             return nullptr;
         }
-        if (ensure_edge_id(txn, u->meta_, u->edge_id_, err) != 0) {
+        if (ensure_edge_id(txn, u->meta_, u->edge_id_, err) != 0 ||
+            put_days_kept(txn, u->meta_, u->days_kept_, err) != 0) {
             mdb_txn_abort(txn);
             return nullptr;
         }
@@ -180,6 +211,15 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
             err = mdb_error("mdb_txn_commit", rc);
             return nullptr;
         }
+        // the files this handle has: replaced() compares the path's with them
+        mdb_filehandle_t fd = -1;
+        if (mdb_env_get_fd(u->env_, &fd) != 0 || ::fstat(fd, &st) != 0 ||
+            !file_id_of(path + "/lock.mdb", u->lock_id_)) {
+            err = "\"" + path + "\" cannot be examined: " + std::strerror(errno);
+            return nullptr;
+        }
+        u->data_id_ = FileId{static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino)};
+        u->path_ = path;
         return u;
     } catch (const std::exception &e) {  // bad_alloc
         err = e.what();
@@ -187,16 +227,16 @@ std::unique_ptr<UsageEnv> UsageEnv::open(const std::string &path, std::string &e
     }
 }
 
-bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
+bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t now_ms,
                    std::string &err) noexcept {
-    int rc = write(deltas, n, bucket_ms);
+    int rc = write(deltas, n, now_ms);
     // a full map is doubled and the same write made again (the aborted one
     // wrote nothing); the file stays sparse, so only what is used takes disk
     for (int grown = 0; rc == MDB_MAP_FULL && grown < kMaxGrowths; grown++) {
         MDB_envinfo info;
         if (mdb_env_info(env_, &info) != 0 || info.me_mapsize >= kMaxMapSize) break;
         if (mdb_env_set_mapsize(env_, info.me_mapsize * 2) != 0) break;
-        rc = write(deltas, n, bucket_ms);
+        rc = write(deltas, n, now_ms);
     }
     if (rc != 0) {
         err = mdb_strerror(rc);
@@ -205,9 +245,7 @@ bool UsageEnv::add(const UsageDelta *deltas, size_t n, int64_t bucket_ms,
     return true;
 }
 
-int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexcept {
-    const uint32_t hour = period_of(Granularity::kHour, bucket_ms);
-    const uint32_t day = period_of(Granularity::kDay, bucket_ms);
+int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t now_ms) noexcept {
     MDB_txn *txn = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
     if (rc == MDB_MAP_RESIZED) {  // another writer (an overlapping worker) grew it
@@ -219,6 +257,8 @@ int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexc
         const BucketCounts c{deltas[i].allowed, deltas[i].rate_limited, deltas[i].quota_exceeded,
                              deltas[i].units};
         if (!c.empty()) {
+            const int64_t at = bucket_of(deltas[i], now_ms);
+            const uint32_t hour = period_of(Granularity::kHour, at), day = period_of(Granularity::kDay, at);
             unsigned char bkey[KA_USAGE_BUCKET_KEY_LEN];
             encode_bucket_key(hour, deltas[i].account_id, deltas[i].key_id, bkey);
             if ((rc = add_bucket(txn, hours_, bkey, c)) != 0) break;
@@ -245,11 +285,41 @@ int UsageEnv::write(const UsageDelta *deltas, size_t n, int64_t bucket_ms) noexc
         rc = mdb_put(txn, usage_, &k, &v, 0);
     }
     size_t budget = kAgeOutPerCollection;
-    if (rc == 0 && hour >= kHourBucketsKept) rc = age_out(txn, hours_, hour - kHourBucketsKept + 1, budget);
-    if (rc == 0 && day >= days_kept_) rc = age_out(txn, days_, day - days_kept_ + 1, budget);
+    if (rc == 0) rc = age_out_both(txn, now_ms, budget);
     if (rc == 0) return mdb_txn_commit(txn);
     mdb_txn_abort(txn);
     return rc;
+}
+
+int UsageEnv::age_out_both(MDB_txn *txn, int64_t now_ms, size_t &budget) noexcept {
+    int rc = age_out_table(txn, hours_, first_kept_period(Granularity::kHour, now_ms, days_kept_), budget);
+    if (rc == 0) rc = age_out_table(txn, days_, first_kept_period(Granularity::kDay, now_ms, days_kept_), budget);
+    return rc;
+}
+
+bool UsageEnv::age_out(int64_t now_ms, std::string &err) noexcept {
+    MDB_txn *txn = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(env_, 0);
+        rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+    }
+    if (rc != 0) {
+        err = mdb_strerror(rc);
+        return false;
+    }
+    const size_t budget_was = kAgeOutPerCollection;
+    size_t budget = budget_was;
+    rc = age_out_both(txn, now_ms, budget);
+    // nothing past its keeping (the usual case): nothing is written
+    if (rc == 0 && budget == budget_was) {
+        mdb_txn_abort(txn);
+        return true;
+    }
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc != 0) err = mdb_strerror(rc);
+    return rc == 0;
 }
 
 }  // namespace keyauth

@@ -5,6 +5,7 @@
 #include "gcra.h"
 #include "le.h"
 #include "shm_slots.h"
+#include "usage_bucket.h"
 
 namespace keyauth {
 namespace {
@@ -72,6 +73,13 @@ void ids_of(const UsageSlot &s, UsageDelta &d) {
     std::memcpy(d.account_id, s.account_id, KA_ID_LEN);
 }
 
+bool has_counts(const UsageSlot &s) {
+    return __atomic_load_n(&s.allowed, __ATOMIC_ACQUIRE) != 0 ||
+           __atomic_load_n(&s.rate_limited, __ATOMIC_ACQUIRE) != 0 ||
+           __atomic_load_n(&s.quota_exceeded, __ATOMIC_ACQUIRE) != 0 ||
+           __atomic_load_n(&s.units, __ATOMIC_ACQUIRE) != 0;
+}
+
 // The slot's deltas, exchanged for zero; true if any.
 bool exchange(UsageSlot &s, UsageDelta &d) {
     d.allowed = __atomic_exchange_n(&s.allowed, uint64_t{0}, __ATOMIC_ACQ_REL);
@@ -102,6 +110,36 @@ void UsageTable::prefetch(const unsigned char key_id[KA_ID_LEN]) const noexcept 
     shm_slots::prefetch(slots_of(this), header(this)->slots, SlotId::of(key_id));
 }
 
+namespace {
+
+// Under the lock: the first slot of id's window that holds nothing (never
+// used, or freed), made id's, or null if the window is full. `last_used_ms`
+// the call's time (0 for units alone, which are not a use): a slot just
+// claimed is never taken for idle and freed before its first count lands.
+UsageSlot *claim(UsageSlot *slots, uint64_t n, const SlotId &id, const unsigned char account_id[KA_ID_LEN],
+                 int64_t last_used_ms) {
+    const uint64_t start = id.start(n);
+    for (uint64_t i = 0; i < UsageTable::kProbe && i < n; i++) {
+        UsageSlot &c = slots[(start + i) % n];
+        const uint32_t used = __atomic_load_n(&c.used, __ATOMIC_ACQUIRE);
+        if (used == shm_slots::kInUse || used == shm_slots::kSpill) continue;
+        // a free slot holds no delta: the collector took them when it freed it
+        __atomic_store_n(&c.allowed, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.rate_limited, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.quota_exceeded, 0u, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.units, uint64_t{0}, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.last_used_ms, last_used_ms, __ATOMIC_RELEASE);
+        std::memcpy(c.account_id, account_id, KA_ID_LEN);
+        __atomic_store_n(&c.id_lo, id.lo, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.id_hi, id.hi, __ATOMIC_RELEASE);
+        __atomic_store_n(&c.used, uint32_t{shm_slots::kInUse}, __ATOMIC_RELEASE);
+        return &c;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
                              const unsigned char key_id[KA_ID_LEN], UsageOutcome outcome,
                              uint64_t units, int64_t now_ms,
@@ -110,32 +148,16 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
     UsageSlot *slots = slots_of(this);
     const uint64_t n = h->slots;
     const SlotId id = SlotId::of(key_id);
-    const uint64_t start = id.start(n);
 
-    if (UsageSlot *s = find(slots, n, id)) {
-        add(*s, outcome, units, now_ms);
-        return UsageCount{true, false};
-    }
-
-    lock.lock(lock.data);
     UsageSlot *s = find(slots, n, id);
-    for (uint64_t i = 0; s == nullptr && i < kProbe && i < n; i++) {
-        UsageSlot &c = slots[(start + i) % n];
-        if (__atomic_load_n(&c.used, __ATOMIC_ACQUIRE) == shm_slots::kInUse) continue;
-        // a free slot holds no delta: the collector took them when it freed it
-        __atomic_store_n(&c.allowed, uint64_t{0}, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.rate_limited, uint64_t{0}, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.quota_exceeded, 0u, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.units, uint64_t{0}, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.last_used_ms, int64_t{0}, __ATOMIC_RELEASE);
-        std::memcpy(c.account_id, account_id, KA_ID_LEN);
-        __atomic_store_n(&c.id_lo, id.lo, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.id_hi, id.hi, __ATOMIC_RELEASE);
-        __atomic_store_n(&c.used, uint32_t{shm_slots::kInUse}, __ATOMIC_RELEASE);
-        s = &c;
+    // units alone are charged after an answer: they go with the call's slot
+    if (s != nullptr && outcome != UsageOutcome::kUnitsOnly) s = static_cast<UsageSlot *>(split_at_hour(s, now_ms, lock));
+    if (s == nullptr) {
+        lock.lock(lock.data);
+        s = find(slots, n, id);
+        if (s == nullptr) s = claim(slots, n, id, account_id, outcome == UsageOutcome::kUnitsOnly ? 0 : now_ms);
+        lock.unlock(lock.data);
     }
-    lock.unlock(lock.data);
-
     if (s != nullptr) {
         add(*s, outcome, units, now_ms);
         return UsageCount{true, false};
@@ -146,6 +168,50 @@ UsageCount UsageTable::count(const unsigned char account_id[KA_ID_LEN],
                 __atomic_compare_exchange_n(&h->last_warn_ns, &last, now_ns, false,
                                             __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return UsageCount{false, warn};
+}
+
+// The first count of a key in a new UTC hour, while its slot still holds
+// counts of an earlier one (the collector has not reached it yet: a large
+// zone's walk takes seconds): that slot becomes a spill slot, kept with its
+// counts and their last use until the collector takes and frees it, and the
+// key is given a new slot for the new hour. Nothing is moved, so a
+// collector taking the old slot at that moment takes its counts whole, with
+// their hour; each hour's counts are filed in their own hour, as the quota
+// ledger charges each call to the period of its own time. Under the lock,
+// once per key and hour at most. With no free slot in the key's window the
+// old slot goes on (its earlier counts are filed in the new hour): nothing
+// is ever dropped for it. Returns the slot to count in, or null to look the
+// key up again (another worker moved it meanwhile).
+void *UsageTable::split_at_hour(void *slot, int64_t now_ms, const RateLock &lock) noexcept {
+    UsageSlot *s = static_cast<UsageSlot *>(slot);
+    const int64_t last = __atomic_load_n(&s->last_used_ms, __ATOMIC_ACQUIRE);
+    if (last == 0 || last / kMsPerHour >= now_ms / kMsPerHour || !has_counts(*s)) return s;
+    UsageSlot *slots = slots_of(this);
+    const uint64_t n = header(this)->slots;
+    const SlotId id{__atomic_load_n(&s->id_lo, __ATOMIC_ACQUIRE), __atomic_load_n(&s->id_hi, __ATOMIC_ACQUIRE)};
+    lock.lock(lock.data);
+    UsageSlot *to = nullptr;  // another worker split it first: look again
+    if (shm_slots::matches(*s, id)) {
+        unsigned char account[KA_ID_LEN];
+        std::memcpy(account, s->account_id, KA_ID_LEN);
+        to = claim(slots, n, id, account, now_ms);
+        if (to != nullptr) __atomic_store_n(&s->used, uint32_t{shm_slots::kSpill}, __ATOMIC_RELEASE);
+        else to = s;
+    }
+    lock.unlock(lock.data);
+    return to;
+}
+
+bool UsageTable::take_spill(size_t i, UsageDelta &out, const RateLock &lock) noexcept {
+    UsageSlot &s = slots_of(this)[i];
+    if (__atomic_load_n(&s.used, __ATOMIC_ACQUIRE) != shm_slots::kSpill) return false;
+    lock.lock(lock.data);  // nothing changes hands meanwhile
+    ids_of(s, out);
+    const bool counted = exchange(s, out);
+    // freed, not never used: keys probing past it still do (shm_slots.h)
+    __atomic_store_n(&s.used, uint32_t{shm_slots::kFreed}, __ATOMIC_RELEASE);
+    lock.unlock(lock.data);
+    return counted;
 }
 
 // Without the lock: only a collector frees a slot, and two collectors run

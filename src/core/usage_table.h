@@ -6,7 +6,14 @@
 // count is collected exactly once whichever worker (old or new, across a
 // reload) collects it.
 //
-// Slots are keyed by key id (the account id rides along). A slot whose key
+// Slots are keyed by key id (the account id rides along). A delta carries
+// the time of its last counted call, and every count in it was made in that
+// UTC hour: a key's first count of a new hour, while its slot still holds
+// counts of the hour before, sets that slot aside (a spill slot, which the
+// next collection hands on and frees) and gives the key a new one (so each
+// hour's counts are filed in their hour, as the quota ledger charges them,
+// however long a walk of the zone takes).
+// A slot whose key
 // has not been used for `idle_ms` and holds no delta is freed by collect();
 // a table with no free slot in a key's probe window counts the request as
 // dropped (drops(), and warn once a minute) instead of counting it.
@@ -79,6 +86,13 @@ public:
 
 private:
     UsageTable() = delete;
+    // A count in a new hour of a slot (a UsageSlot) still holding an
+    // earlier hour's counts: the slot is set aside as a spill slot and the
+    // key given a new one (usage_table.cc), which is returned (null: look
+    // the key up again).
+    void *split_at_hour(void *slot, int64_t now_ms, const RateLock &lock) noexcept;
+    // Slot i if it is a spill slot: its delta, and the slot freed.
+    bool take_spill(size_t i, UsageDelta &out, const RateLock &lock) noexcept;
     // One slot: its delta (exchanged for zero) or false if the slot is free.
     bool take(size_t i, UsageDelta &out) noexcept;
     // Frees slot i if it is idle since before `before_ms` and empty; a count
@@ -93,7 +107,7 @@ size_t UsageTable::collect(size_t from, size_t to, int64_t now_ms, int64_t idle_
     if (to > slots()) to = slots();
     for (size_t i = from; i < to; i++) {
         UsageDelta d;
-        if (take(i, d)) {
+        if (take_spill(i, d, lock) || take(i, d)) {
             sink(d);
             handed++;
         } else if (free_if_idle(i, now_ms - idle_ms, d, lock)) {

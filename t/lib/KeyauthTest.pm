@@ -421,9 +421,16 @@ sub port { $_[0]{port} }
 # stops it (TERM by default, KILL for a crash). With core_dir, it runs there
 # with no limit on the size of a core file. It believes the X-Real-IP of
 # nginx, which reaches it from 127.0.0.1, as make run's keyauthd does;
-# trusted_proxy => ADDRS says whom else, '' no one.
+# trusted_proxy => ADDRS says whom else, '' no one. faketime => OFFSET runs
+# it under libfaketime (as start_nginx's), e.g. on nginx's faked clock.
 sub start_keyauthd {
     my ($self, %o) = @_;
+    local $ENV{FAKETIME} = $o{faketime} if $o{faketime};
+    local $ENV{DONT_FAKE_MONOTONIC} = 1 if $o{faketime};
+    # the sanitizer build of keyauthd carries its runtime: libfaketime alone
+    # is preloaded, and ASan told not to insist on coming first
+    local $ENV{LD_PRELOAD} = $FAKETIME_LIB if $o{faketime};
+    local $ENV{ASAN_OPTIONS} = ($ENV{ASAN_OPTIONS} // '') . ':verify_asan_link_order=0' if $o{faketime} && $ASAN;
     my $trusted = $o{trusted_proxy} // '127.0.0.1';
     my @extra = length $trusted ? ('--trusted-proxy', $trusted) : ();
     push @extra, '--map-size', $o{map_size_mib} if $o{map_size_mib};
@@ -648,6 +655,28 @@ sub usage {
             { allowed => $allowed, rateLimited => $limited, lastUsedMs => $last };
     }
     return \%u;
+}
+
+# The periods (hours or days since the epoch) of the buckets in the usage
+# env's `hours` or `days` table (keyauth_db + ".usage", or $dir), read with
+# mdb_dump: { period => number of buckets } (empty while there is none).
+sub usage_buckets {
+    my ($self, $table, $dir) = @_;
+    $dir //= "$self->{db}.usage";
+    return {} unless -e "$dir/data.mdb";
+    open my $fh, '-|', 'mdb_dump', '-s', $table, $dir or die "mdb_dump: $!";
+    my ($data, $key, %periods) = (0);
+    while (my $l = <$fh>) {
+        chomp $l;
+        if ($l eq 'HEADER=END') { $data = 1; next }
+        last if $l eq 'DATA=END';
+        next unless $data;
+        if (defined $key) { undef $key; next }   # the value line
+        ($key = $l) =~ s/^ //;
+        $periods{ hex substr($key, 0, 8) }++ if length $key == 56;
+    }
+    close $fh;
+    return \%periods;
 }
 
 sub DESTROY {

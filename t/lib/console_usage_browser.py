@@ -44,6 +44,7 @@ for (const [name, table] of [['daily', 'table-daily'], ['hourly', 'table-hourly'
     keyId: c.keyId,
     canvas: {width: canvas.width, height: canvas.height, shownWidth: rect.width, shownHeight: rect.height},
     table: rows, total: total,
+    range: document.getElementById('range-' + name).textContent,
   };
 }
 return out;
