@@ -31,7 +31,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
                  [--quota QUOTA|plan] [--allowed-scope S ... | --any-scope]
         change what is given (at least one); a lower --max-keys leaves
         existing keys alone; --any-scope lifts the scope limit; "plan"
-        drops the account's own value and follows its plan's
+        drops the account's own value and follows its plan's (exit 2 on
+        an account with no plan: there is none to follow)
   account set-plan ACC_ID PLAN_ID|none
         put the account on a plan of the catalog (or on none)
   account set-entitlement --account ACC_ID --entitlement RPM

@@ -77,7 +77,8 @@ struct KeyChanges {
 // value given (entitlement, maxKeys, quota) is the account's own and wins
 // over its plan's (its override bit is set); one in follow_plan goes back
 // to following the plan, and its own quota and cap return to the defaults
-// (issue 28).
+// (issue 28); an account on no plan (or on one the catalog lacks) has none
+// to follow: kConflict ACCOUNT_HAS_NO_PLAN (issue 44).
 struct AccountChanges {
     std::optional<std::string> name;
     std::optional<uint32_t> entitlement_rpm;
