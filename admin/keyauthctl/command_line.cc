@@ -75,9 +75,11 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         (and --account's even without). CSV (the default; --json: JSON) is
         RFC 4180 with a header row, CRLF, UTF-8; a name that a spreadsheet
         would take for a formula starts with an apostrophe
-  plans import FILE.json
+  plans import FILE.json [--retire OLD=NEW ...]
         validate a whole catalog and replace the current one atomically; a
-        bad file exits 2 and writes nothing
+        bad file exits 2 and writes nothing. A catalog without a plan that
+        accounts are on is refused (exit 1, PLAN_IN_USE, naming them) unless
+        --retire moves them, in the same transaction, to plan NEW of the file
   plans list
   plans show PLAN_ID
         with --json, each plan's entitlements too
@@ -102,8 +104,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
                   doubles it, as far as the disk allows; not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
-(--json and --any-scope take no value); only --scope and --allowed-scope may
-be given more than once. An unknown command or option, a missing value, a
+(--json and --any-scope take no value); only --scope, --allowed-scope and
+--retire may be given more than once. An unknown command or option, a missing value, a
 repeated option or an extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
 (KEY_REVOKED, KEY_LIMIT_REACHED, ...).
@@ -215,7 +217,7 @@ const std::vector<Command> kCommands = {
       {"by", true, false},
       {"format", false, false}},
      true},
-    {"plans", "import", {"FILE"}, {}, true},
+    {"plans", "import", {"FILE"}, {{"retire", false, true}}, true},
     {"plans", "list", {}, {}, true},
     {"plans", "show", {"PLAN_ID"}, {}, true},
     {"fx", "set", {"RATE"}, {}, true},

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,17 @@ struct AccountOnPlan {
 struct RolledKey {
     KeyRecord predecessor;  // as the roll left it
     CreatedKey successor;   // with its secret, shown once
+};
+
+// Where a catalog import moves the accounts of a plan it drops: the plan
+// retired -> the plan of the imported catalog its accounts move to.
+using PlanRetirements = std::map<std::string, std::string>;
+
+// What an import did.
+struct CatalogImport {
+    size_t plans = 0;                     // in the catalog now
+    size_t removed = 0;                   // plans it dropped
+    std::map<std::string, size_t> moved;  // plan retired -> accounts moved off it
 };
 
 // Who a console token belongs to.
@@ -223,7 +235,8 @@ public:
     // The plan catalog. import_plans validates the whole catalog and replaces
     // the old one in one transaction: readers see the old or the new, never
     // a mix. list_plans is ordered by sortOrder.
-    void import_plans(const std::vector<PlanRecord> &plans, const Actor &actor = {});
+    CatalogImport import_plans(const std::vector<PlanRecord> &plans, const Actor &actor = {},
+                               const PlanRetirements &retire = {});
     std::vector<PlanRecord> list_plans();
     // For the payment service, in process: does this planId exist, and what
     // does it cost (price_paise is the amount to charge)?
