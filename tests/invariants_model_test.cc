@@ -1,6 +1,7 @@
 // A model-based test of the key and account invariants (admin/lib/key_rules.h):
 // random sequences of console calls (create, PATCH of every field, roll with
-// and without grace, revoke), operator changes (the cap, allowed scopes,
+// and without grace, a roll chain counting once toward the cap, revoke),
+// operator changes (the cap, allowed scopes,
 // suspend, resume, token rotation) and time passing, run against the real
 // Store, the real console API and the edge's own verdict, and checked after
 // every step against a small reference model written here, apart from the
@@ -49,6 +50,8 @@ struct MKey {
     bool revoked = false;
     int64_t expires = 0;  // 0: never
     bool rolled = false;  // a predecessor: nothing makes it active again
+    std::string chain;    // its roll chain: the first key's id
+    int from = -1;        // the index of the key it replaced, if any
     std::vector<std::string> scopes;
     std::string name = "k";
     int rate = 0;
@@ -271,11 +274,15 @@ private:
         return true;
     }
 
-    int active_keys(int acc) const {
-        int n = 0;
-        for (const auto &k : keys_) n += k.account == acc && k.active(now_);
-        return n;
+    // What counts toward maxKeys: the roll chains with an active key (a
+    // predecessor in its grace and its successor are one key).
+    std::set<std::string> active_chains(int acc) const {
+        std::set<std::string> chains;
+        for (const auto &k : keys_)
+            if (k.account == acc && k.active(now_)) chains.insert(k.chain);
+        return chains;
     }
+    int active_keys(int acc) const { return int(active_chains(acc).size()); }
     // After a write that can only lower the active count, or lowers the cap.
     void settle_cap(int acc) {
         MAccount &a = accounts_[acc];
@@ -316,6 +323,7 @@ private:
         json k = json::parse(r.body);
         MKey m;
         m.id = k["id"];
+        m.chain = m.id;
         m.secret = k["secret"];
         m.account = acc;
         m.scopes = scopes;
@@ -373,8 +381,12 @@ private:
             if (body.contains("rateLimitPerMinute")) after.rate = body["rateLimitPerMinute"];
             changed = exp_changes || scopes != k->scopes || after.name != k->name || after.rate != k->rate;
             if (changed && !k->active(now_) && after.active(now_)) {
+                // a key made active again counts like a new one, unless its
+                // chain is active already (its predecessor in grace)
+                const auto chains = active_chains(acc);
+                const size_t adds = chains.count(k->chain) ? 0 : 1;
                 if (!allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
-                else if (active_keys(acc) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+                else if (chains.size() + adds > a.max_keys) e = err(409, "KEY_LIMIT_REACHED");
             }
         }
         if (!compare("patch " + short_id(*k) + " " + body.dump(), r, e) || r.status != 200) return;
@@ -409,11 +421,15 @@ private:
         else if (k->rolled) e = err(409, "KEY_ALREADY_ROLLED");
         else if (!k->active(now_)) e = err(409, "KEY_EXPIRED");
         else if (!allowed(a, k->scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
-        else if (active_keys(acc) - (grace == 0 ? 1 : 0) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+        // the successor joins the chain of an active key: a roll adds no key,
+        // with or without grace, but the account must be within its cap
+        else if (active_keys(acc) > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
         if (!compare("roll " + short_id(*k) + " grace " + std::to_string(grace), r, e) || r.status != 201) return;
         json made = json::parse(r.body);
         MKey next;
         next.id = made["id"];
+        next.chain = k->chain;
+        next.from = int(index);
         next.secret = made["secret"];
         next.account = k->account;
         next.scopes = k->scopes;
@@ -421,6 +437,14 @@ private:
         next.name = k->name;
         next.rate = k->rate;
         MKey &old = keys_[index];
+        // at most two live secrets a chain: the older predecessor's grace ends now
+        if (old.from >= 0) {
+            MKey &older = keys_[size_t(old.from)];
+            if (older.active(now_)) {
+                older.expires = grace_end_[older.id] = now_;
+                note("  ... the grace of " + short_id(older) + " ends now");
+            }
+        }
         old.rolled = true;
         if (grace == 0) old.revoked = true;
         else {
@@ -548,7 +572,8 @@ private:
     // ---- the checks after every step ----
     void check_all() {
         if (kind_ == Backend::kEtcd) open_edge();
-        std::vector<int> active(accounts_.size(), 0);
+        std::vector<std::set<std::string>> active(accounts_.size());
+        std::map<std::string, int> live_in_chain;
         for (const MKey &k : keys_) {
             auto rec = store_->find_key(parse_key_id(k.id));
             if (!rec) return fail("key " + k.id + " is missing from the store");
@@ -564,7 +589,9 @@ private:
             if (k.rolled && !revoked && (rec->expires_ms == 0 || rec->expires_ms > grace_end_[k.id]))
                 return fail("rolled key " + short_id(k) + " lives past its grace");
             const bool live = !revoked && (rec->expires_ms == 0 || now_ < rec->expires_ms);
-            if (live) active[size_t(k.account)]++;
+            if (live) active[size_t(k.account)].insert(k.chain);
+            if (live && ++live_in_chain[k.chain] > 2)
+                return fail("the chain of key " + short_id(k) + " has more than two live secrets");
 
             const MAccount &a = accounts_[size_t(k.account)];
             int want = k.active(now_) ? (a.suspended ? KA_AUTH_ACCOUNT_SUSPENDED : KA_AUTH_OK) : KA_AUTH_KEY_INVALID;
@@ -577,9 +604,9 @@ private:
         }
         for (size_t i = 0; i < accounts_.size(); i++) {
             const MAccount &a = accounts_[i];
-            if (active[i] > int(a.max_keys) && !a.over_cap_allowed)
-                return fail("account " + std::to_string(i) + " has " + std::to_string(active[i]) +
-                            " active keys over its maxKeys " + std::to_string(a.max_keys));
+            if (active[i].size() > a.max_keys && !a.over_cap_allowed)
+                return fail("account " + std::to_string(i) + " has " + std::to_string(active[i].size()) +
+                            " active keys (roll chains) over its maxKeys " + std::to_string(a.max_keys));
             const size_t events = store_->list_audit(a.id, Store::kMaxPageSize, std::nullopt).events.size();
             if (events != a.audit_events)
                 return fail("account " + std::to_string(i) + " has " + std::to_string(events) +

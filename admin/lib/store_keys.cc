@@ -151,7 +151,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         FoundAccount found = account_for_write(r, account);
         Account acc = found.account;
         const auto n = static_cast<uint32_t>(count);
-        admit_activation(r, account, acc.record, spec.scopes, Activation{n, 0, int32_t(n)}, now,
+        admit_activation(r, account, acc.record, spec.scopes, Activation{n, std::nullopt, int32_t(n)}, now,
                          cap_for_write(r, m, acc.record));
         m.expect(Table::kAccounts, bytes(account), found.stored);
         m.put(Table::kAccounts, bytes(account), encode_account_record(acc.record));
@@ -271,8 +271,9 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
         if (e.changes.empty()) return rec;  // nothing to write
         AccountRecord account = acc.account.record;
         if (!was_active && key_active(rec, now)) {
-            // an expired key made active again counts like a new one
-            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, 0, 0}, now,
+            // an expired key made active again counts like a new one (but
+            // joins its chain, should its predecessor still be in its grace)
+            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, chain_of(rec), 0}, now,
                              cap_for_write(r, m, account));
         }
         std::vector<AuditEvent> events;
@@ -304,11 +305,11 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         if (!key_active(old, now)) conflict("KEY_EXPIRED", "key " + old_text + " has expired");
         FoundAccount found_acc = account_for_write(r, old.account_id);
         Account acc = found_acc.account;
-        // The successor is a new active key; without grace the predecessor
-        // stops in the same write, with grace both count while both live.
-        const uint32_t stopping = grace_seconds == 0 ? 1 : 0;
+        // The successor joins the predecessor's chain, which counts once
+        // toward the cap whether the predecessor stops now or after its grace.
         admit_activation(r, old.account_id, acc.record, old.scopes,
-                         Activation{1, stopping, grace_seconds == 0 ? 0 : 1}, now, cap_for_write(r, m, acc.record));
+                         Activation{1, chain_of(old), grace_seconds == 0 ? 0 : 1}, now,
+                         cap_for_write(r, m, acc.record));
         m.expect(Table::kAccounts, bytes(old.account_id), found_acc.stored);
         m.put(Table::kAccounts, bytes(old.account_id), encode_account_record(acc.record));
 
@@ -326,6 +327,18 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         std::vector<AuditEvent> events;
         AuditEvent &e = audit(events, actor, now, old.account_id, "key.roll", "key", old_text);
         e.change("rolledTo", nullptr, id_to_string(kKeyIdPrefix, next.key_id));
+        // two live secrets a chain at most: the key rolled now ends its own
+        // predecessor's grace (its rolledFrom; the event says when it stopped)
+        if (!is_none(old.rolled_from)) {
+            if (auto older = key_in(r, old.rolled_from)) {
+                const int64_t was = older->record.expires_ms;
+                if (end_grace(older->record, now)) {
+                    e.change("predecessorExpiresAt", time_or_null(was), format_time(now));
+                    m.expect(Table::kKeysByHash, older->hash, older->stored);
+                    m.put(Table::kKeysByHash, older->hash, encode_key_record(older->record));
+                }
+            }
+        }
         old.rolled_to = next.key_id;
         if (grace_seconds == 0) {
             old.status = KA_KEY_REVOKED;
