@@ -1,14 +1,17 @@
 # What was sold stays in force through every operator and console path
 # (issue 44), one host, through keyauthctl, the console API behind nginx and
 # the edge: a catalog import that drops a plan accounts are on is refused,
-# naming them, unless --retire moves them (what they used this month kept).
+# naming them, unless --retire moves them (what they used this month kept);
+# credits sold with keyauthctl cannot be lifted from the console, in both
+# modes (the key record that says so goes through etcd and keyauth-syncd).
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP;
-use KeyauthTest;
+use EtcdCluster;
+use KeyauthTest qw(wait_until);
 
 sub h { KeyauthTest::header(@_) }
 
@@ -73,5 +76,40 @@ subtest 'a catalog without a plan accounts are on: refused, or --retire moves th
     is_deeply $moved->{changes}{planId}, { from => 'starter-500', to => 'basic-1k' }, 'its trail says so';
     is $moved->{actor}{type}, 'operator', '... done by the operator';
 };
+
+sub sold_credits {
+    my ($mode, %opt) = @_;
+    subtest "$mode: credits sold with keyauthctl cannot be lifted from the console" => sub {
+        my $t = KeyauthTest->new(%opt);
+        my $acc = $t->account(name => "buyer-$mode");
+        my $key = $t->ctl('key', 'create', '--account', $acc->{id}, '--name', 'sold', '--scope', 'ip:read',
+                          '--rate', 6000, '--quota', '2/total');
+        ok $key->{quotaManaged}, 'keyauthctl key create --quota 2/total: a managed quota';
+        $t->start_console_stack(locations => $LOCATIONS);
+        my $api = $t->console_client($acc->{consoleToken});
+        for my $lift ([undef, 'removed'], [{ units => 1000, period => 'total' }, 'raised'],
+                      [{ units => 2, period => 'month' }, 'made to refill monthly']) {
+            my $res = $api->(PATCH => "/v1/keys/$key->{id}", { quota => $lift->[0] });
+            is $res->{status}, 403, "PATCH: the quota $lift->[1] from the console: 403" or diag $res->{body};
+            is $res->{code}, 'QUOTA_MANAGED', '... QUOTA_MANAGED';
+        }
+        my $shown = $api->(GET => "/v1/keys/$key->{id}")->{json};
+        is_deeply [@{ $shown->{quota} }{qw(units period)}], [2, 'total'], 'the key still has its 2 credits';
+        ok $shown->{quotaManaged}, '... shown as managed';
+        # the edge spends them (a call refused before the edge knows the key is charged nothing)
+        my $call = sub { $t->request(GET => '/v1/ip/8.8.8.8', "Authorization: Bearer $key->{secret}")->{status} };
+        ok wait_until(sub { $call->() == 200 }, 15, 'the key at the edge'), 'the first credit';
+        is $call->(), 200, 'the second';
+        is $call->(), 429, 'then QUOTA_EXCEEDED: sold as 2 calls, 2 calls';
+        my $own = $api->(POST => '/v1/keys', { name => 'budget', scopes => ['ip:read'], rateLimitPerMinute => 60,
+                                               quota => { units => 5, period => 'day' } });
+        is $own->{status}, 201, 'a budget the console sets';
+        is $api->(PATCH => "/v1/keys/$own->{json}{id}", { quota => undef })->{status}, 200, '... the console removes';
+    };
+}
+
+sold_credits('single host');
+my $etcd = EtcdCluster->new(members => 1);
+sold_credits('many edges', etcd => $etcd->endpoints);
 
 done_testing;

@@ -55,7 +55,9 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--json] COMMAND
         change what is given (at least one); same id and secret. QUOTA is
         UNITS/day, UNITS/month or none (UNITS 1 to 281474976710655); a
         KEY_QUOTA may also be UNITS/total (credits that never refill); a
-        call must fit both the key's and its account's quota
+        call must fit both the key's and its account's quota. A key quota
+        set here is managed: the console may lower it, not raise, move or
+        remove it (none removes it and gives the key back to the console)
   key roll KEY_ID [--account ACC_ID] [--grace-seconds N]
         a successor with a new secret (printed once), the same name, scopes,
         rate, expiry and quota (and what the quota used); the old key is

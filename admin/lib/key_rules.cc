@@ -95,6 +95,23 @@ void require_scopes_allowed(const AccountRecord &account, const std::vector<std:
     }
 }
 
+bool manages_quotas(const Actor &actor) { return actor.type != Actor::Type::kConsole; }
+
+void set_quota(KeyRecord &key, const Quota &to, const Actor &actor) {
+    if (manages_quotas(actor)) {
+        key.quota = to;
+        key.quota_managed = !to.none();
+        return;
+    }
+    const bool lowers = !to.none() && to.period == key.quota.period && to.units <= key.quota.units;
+    if (key.quota_managed && !lowers)
+        forbidden("QUOTA_MANAGED", "quota",
+                  "the quota of key " + id_to_string(kKeyIdPrefix, key.key_id) +
+                      " was set by an operator: the console may lower it, not raise it, move it to "
+                      "another period or remove it");
+    key.quota = to;
+}
+
 void require_not_revoked(const KeyRecord &key) {
     if (key.status == KA_KEY_REVOKED)
         conflict("KEY_REVOKED", "key " + id_to_string(kKeyIdPrefix, key.key_id) + " is revoked");

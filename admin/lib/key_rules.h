@@ -18,6 +18,8 @@
 // - revoked is final;
 // - an expiry is a real instant: the epoch is a time in the past, not
 //   "never" (never is its own value, nullopt here and 0 in the record).
+// And who may change a key's quota: one an operator set is managed (sold
+// credits) and the console may only lower it (set_quota).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "audit.h"
 #include "ids.h"
 #include "records.h"
 #include "store_backend.h"
@@ -60,6 +63,17 @@ void require_expiry_changeable(const KeyRecord &key);
 // The roll chain a key belongs to: the first key's id (its rate id, which
 // every successor copies), its own id when it was never rolled.
 Id chain_of(const KeyRecord &key);
+
+// Quotas set by these actors are managed: every actor but the console (an
+// operator at keyauthctl, the admin API and whatever else sells credits).
+bool manages_quotas(const Actor &actor);
+
+// The key's quota becomes `to`, as `actor` asks. A quota a managing actor
+// sets is managed, one it removes is no longer; the console may lower a
+// managed quota (it stays managed), never raise it, move it to another
+// period or remove it (kForbidden QUOTA_MANAGED, field "quota"); a budget
+// the console set itself stays the console's to change.
+void set_quota(KeyRecord &key, const Quota &to, const Actor &actor);
 
 // Keys that become active in one write, all with the same scopes.
 struct Activation {

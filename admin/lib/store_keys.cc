@@ -75,8 +75,10 @@ private:
     Id last_{};
 };
 
-// A new active key with a fresh secret, put with the guard that its hash is new.
-CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, const Id &id, int64_t now) {
+// A new active key with a fresh secret, put with the guard that its hash is
+// new; its quota managed as `quota_managed` says (key_rules.h: set_quota).
+CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, const Id &id, int64_t now,
+                       bool quota_managed) {
     CreatedKey out;
     out.secret = generate_secret(kKeyPrefix);
     Digest hash = sha256(out.secret);
@@ -91,6 +93,7 @@ CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, cons
     rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
     rec.name = spec.name;
     rec.quota = spec.quota;
+    rec.quota_managed = quota_managed && !spec.quota.none();
     m.expect(Table::kKeysByHash, bytes(hash), std::nullopt);
     m.put(Table::kKeysByHash, bytes(hash), encode_key_record(rec));
     return out;
@@ -162,7 +165,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         made.reserve(count);
         for (size_t i = 0; i < count; i++) {
             now = clock_();
-            made.push_back(put_new_key(m, account, spec, ids.next(now), now));
+            made.push_back(put_new_key(m, account, spec, ids.next(now), now, manages_quotas(actor)));
             if (progress && (i + 1) % 65536 == 0) progress(i + 1);
         }
         if (progress) progress(count);
@@ -174,6 +177,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
         if (spec.expires_at) e.change("expiresAt", nullptr, format_time(*spec.expires_at));
         if (!spec.quota.none()) e.change("quota", nullptr, quota_terms_json(spec.quota));
+        if (made.front().key.quota_managed) e.change("quotaManaged", nullptr, true);
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
@@ -264,9 +268,12 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
             e.change("rateLimitPerMinute", rec.requested_rpm, *changes.requested_rpm);
             rec.requested_rpm = *changes.requested_rpm;
         }
-        if (changes.quota && *changes.quota != rec.quota) {
-            e.change("quota", quota_terms_json(rec.quota), quota_terms_json(*changes.quota));
-            rec.quota = *changes.quota;
+        if (changes.quota) {
+            const Quota was = rec.quota;
+            const bool was_managed = rec.quota_managed;
+            set_quota(rec, *changes.quota, actor);  // QUOTA_MANAGED: sold credits the console cannot lift
+            if (rec.quota != was) e.change("quota", quota_terms_json(was), quota_terms_json(rec.quota));
+            if (rec.quota_managed != was_managed) e.change("quotaManaged", was_managed, rec.quota_managed);
         }
         if (e.changes.empty()) return rec;  // nothing to write
         AccountRecord account = acc.account.record;
@@ -314,11 +321,11 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         m.put(Table::kAccounts, bytes(old.account_id), encode_account_record(acc.record));
 
         KeyIds ids(r, m);
-        // the quota goes along; the edge charges it by rate_id, so the
-        // successor also shares what the chain has used
+        // the quota goes along, managed or not; the edge charges it by
+        // rate_id, so the successor also shares what the chain has used
         KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old), old.quota};
         RolledKey out;
-        out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now);
+        out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now, old.quota_managed);
         KeyRecord &next = out.successor.key;
         next.rolled_from = key_id;
         next.rate_id = is_none(old.rate_id) ? key_id : old.rate_id;
