@@ -13,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
@@ -23,16 +22,13 @@
 #include <vector>
 
 #include "console_fixture.h"
-#include "edge_store.h"
-#include "etcd_client.h"
 #include "keyauth_core.h"
-#include "mirror.h"
-#include "record_changes.h"
+#include "model_store.h"
 #include "rfc3339.h"
 
 using namespace keyauth;
 using keyauth::testing::Backend;
-using keyauth::testing::TempDir;
+using keyauth::testing::ModelStore;
 using nlohmann::json;
 
 namespace {
@@ -104,9 +100,8 @@ Expect err(int status, const char *code) { return {status, code}; }
 
 class Harness {
 public:
-    Harness(Backend kind, uint64_t seed) : kind_(kind), rng_(seed) {
-        backend_prefix_ = "/model/" + std::to_string(seed) + "-" + std::to_string(++instances_);
-        store_ = std::make_unique<Store>(make_backend());
+    Harness(Backend kind, uint64_t seed) : kind_(kind), rng_(seed), world_(kind, std::to_string(seed)) {
+        store_ = &world_.store();
         store_->set_clock([this] { return now_; });
         api_ = std::make_unique<ConsoleApi>(*store_);
         for (int i = 0; i < 2; i++) {
@@ -120,10 +115,7 @@ public:
             a.audit_events = 1;
             accounts_.push_back(a);
         }
-        open_edge();
-    }
-    ~Harness() {
-        if (edge_) ka_edge_close(edge_);
+        edge_ = world_.edge();
     }
 
     // Runs `steps` random steps, checking after each; false at the first
@@ -140,51 +132,6 @@ public:
     const std::string &log() const { return log_; }
 
 private:
-    std::unique_ptr<StoreBackend> make_backend() {
-        if (kind_ == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir_.sub("db"));
-        auto &cluster = keyauth::testing::shared_etcd();
-        if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
-        EtcdBackendOptions o;
-        o.endpoints = cluster.endpoints();
-        o.prefix = backend_prefix_;
-        std::string error;
-        auto b = EtcdBackend::make(o, error);
-        if (!b) throw std::runtime_error(error);
-        etcd::ClientOptions co;
-        co.endpoints = cluster.endpoint_list();
-        client_ = etcd::Client::make(co, error);
-        if (!client_) throw std::runtime_error(error);
-        mirror_ = std::make_unique<syncd::Mirror>(dir_.sub("edge"), 0);
-        return b;
-    }
-
-    // The edge's store: on one host the store itself; on etcd a mirror of
-    // the prefix read at one revision, rebuilt and swapped in as syncd does.
-    std::string edge_path() const { return kind_ == Backend::kLmdb ? dir_.path() + "/db" : dir_.path() + "/edge"; }
-    void open_edge() {
-        if (kind_ == Backend::kEtcd) refresh_mirror();
-        if (edge_) ka_edge_close(edge_);
-        char error[256] = "";
-        edge_ = ka_edge_open(edge_path().c_str(), error, sizeof error);
-        if (!edge_) throw std::runtime_error(std::string("ka_edge_open: ") + error);
-    }
-    void refresh_mirror() {
-        auto rebuild = mirror_->begin_rebuild();
-        int64_t revision = 0;
-        etcd::RangeRequest req;
-        req.key = syncd::watched_prefix(backend_prefix_);
-        req.range_end = syncd::watched_end(backend_prefix_);
-        etcd::Status st = client_->range_all(
-            req, 1000,
-            [&](const etcd::RangeResponse &page) {
-                rebuild->add(syncd::batch_of_kvs(backend_prefix_, page.kvs).changes);
-                return true;
-            },
-            &revision);
-        if (!st.ok()) throw std::runtime_error("etcd range: " + st.message);
-        mirror_->finish_rebuild(std::move(rebuild), syncd::MirrorMark{revision, 1});
-    }
-
     void note(const std::string &s) {
         log_ += "  step " + std::to_string(step_) + " @" + std::to_string(now_ - kStart) + "ms: " + s + "\n";
     }
@@ -571,7 +518,7 @@ private:
 
     // ---- the checks after every step ----
     void check_all() {
-        if (kind_ == Backend::kEtcd) open_edge();
+        edge_ = world_.edge();
         std::vector<std::set<std::string>> active(accounts_.size());
         std::map<std::string, int> live_in_chain;
         for (const MKey &k : keys_) {
@@ -628,15 +575,10 @@ private:
 
     Backend kind_;
     std::mt19937_64 rng_;
-    // memory-backed where there is one: the model checks rules, not fsync
-    TempDir dir_{std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string()};
-    std::string backend_prefix_;
-    static inline int instances_ = 0;
-    std::unique_ptr<etcd::Client> client_;
-    std::unique_ptr<syncd::Mirror> mirror_;
-    std::unique_ptr<Store> store_;
+    ModelStore world_;
+    Store *store_ = nullptr;
     std::unique_ptr<ConsoleApi> api_;
-    ka_edge_t *edge_ = nullptr;
+    ka_edge_t *edge_ = nullptr;  // world_'s
     int64_t now_ = kStart;
     std::vector<MAccount> accounts_;
     std::vector<MKey> keys_;
