@@ -12,7 +12,6 @@
 // KEYAUTH_MODEL_VERBOSE=1); KEYAUTH_MODEL_SEQUENCES sets how many run.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <random>
@@ -23,6 +22,7 @@
 
 #include "console_fixture.h"
 #include "keyauth_core.h"
+#include "model_runner.h"
 #include "model_store.h"
 #include "rfc3339.h"
 
@@ -587,29 +587,12 @@ private:
     std::string log_;
 };
 
-uint64_t env_or(const char *name, uint64_t fallback) {
-    const char *v = std::getenv(name);
-    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 class InvariantsModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(InvariantsModelTest, RandomSequencesKeepEveryInvariant) {
     const bool lmdb = GetParam() == Backend::kLmdb;
-    const uint64_t one = env_or("KEYAUTH_MODEL_SEED", 0);
-    const uint64_t sequences = one ? 1 : env_or("KEYAUTH_MODEL_SEQUENCES", lmdb ? 1000 : 16);
-    const int steps = lmdb ? 40 : 30;
-    const uint64_t base = env_or("KEYAUTH_MODEL_BASE", uint64_t(std::random_device{}()) << 16);
-    const bool verbose = env_or("KEYAUTH_MODEL_VERBOSE", 0) != 0;
-    for (uint64_t i = 0; i < sequences; i++) {
-        const uint64_t seed = one ? one : base + i;
-        Harness h(GetParam(), seed);
-        const bool passed = h.run(steps);
-        if (verbose || !passed) std::cout << "seed " << seed << ":\n" << h.log();
-        ASSERT_TRUE(passed) << h.failure() << "\nreplay: KEYAUTH_MODEL_SEED=" << seed
-                            << " build/unit_tests --gtest_filter='*InvariantsModel*" << (lmdb ? "Lmdb" : "Etcd")
-                            << "*'";
-    }
+    keyauth::testing::run_model<Harness>(GetParam(), "KEYAUTH_MODEL", lmdb ? 1000 : 16, lmdb ? 40 : 30,
+                                         "InvariantsModel");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, InvariantsModelTest, keyauth::testing::kBothBackends,

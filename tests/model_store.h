@@ -52,16 +52,10 @@ public:
 private:
     std::unique_ptr<StoreBackend> make_backend() {
         if (kind_ == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir_.sub("db"));
-        auto &cluster = shared_etcd();
-        if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
-        EtcdBackendOptions o;
-        o.endpoints = cluster.endpoints();
-        o.prefix = prefix_;
-        std::string error;
-        auto b = EtcdBackend::make(o, error);
-        if (!b) throw std::runtime_error(error);
+        auto b = etcd_backend_at(prefix_);
         etcd::ClientOptions co;
-        co.endpoints = cluster.endpoint_list();
+        co.endpoints = shared_etcd().endpoint_list();
+        std::string error;
         client_ = etcd::Client::make(co, error);
         if (!client_) throw std::runtime_error(error);
         mirror_ = std::make_unique<syncd::Mirror>(dir_.sub("edge"), 0);

@@ -14,7 +14,6 @@
 // many run.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <random>
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "model_runner.h"
 #include "model_store.h"
 #include "quota_period.h"
 
@@ -288,28 +288,12 @@ private:
     std::string log_;
 };
 
-uint64_t env_or(const char *name, uint64_t fallback) {
-    const char *v = std::getenv(name);
-    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 class PlanModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(PlanModelTest, NoWriteLeavesAnAccountOnAPlanTheCatalogLacks) {
     const bool lmdb = GetParam() == Backend::kLmdb;
-    const uint64_t one = env_or("KEYAUTH_PLAN_MODEL_SEED", 0);
-    const uint64_t sequences = one ? 1 : env_or("KEYAUTH_PLAN_MODEL_SEQUENCES", lmdb ? 300 : 12);
-    const int steps = lmdb ? 40 : 25;
-    const uint64_t base = env_or("KEYAUTH_PLAN_MODEL_BASE", uint64_t(std::random_device{}()) << 16);
-    const bool verbose = env_or("KEYAUTH_PLAN_MODEL_VERBOSE", 0) != 0;
-    for (uint64_t i = 0; i < sequences; i++) {
-        const uint64_t seed = one ? one : base + i;
-        Harness h(GetParam(), seed);
-        const bool passed = h.run(steps);
-        if (verbose || !passed) std::cout << "seed " << seed << ":\n" << h.log();
-        ASSERT_TRUE(passed) << h.failure() << "\nreplay: KEYAUTH_PLAN_MODEL_SEED=" << seed
-                            << " build/unit_tests --gtest_filter='*PlanModel*" << (lmdb ? "Lmdb" : "Etcd") << "*'";
-    }
+    keyauth::testing::run_model<Harness>(GetParam(), "KEYAUTH_PLAN_MODEL", lmdb ? 300 : 12, lmdb ? 40 : 25,
+                                         "PlanModel");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PlanModelTest, keyauth::testing::kBothBackends, keyauth::testing::backend_name);
