@@ -14,7 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         key.grants("ip:read");
         std::string again = encode_key_record(key.to_owned());
         KeyRecordView view;
-        if (decode_key_record(again.data(), again.size(), view) != DecodeStatus::kOk) __builtin_trap();
+        if (decode_key_record(again.data(), again.size(), view) != DecodeStatus::kOk ||
+            view.quota != key.quota || view.quota_managed != key.quota_managed)
+            __builtin_trap();
     }
     AccountRecordView account;
     if (decode_account_record(data, size, account) == DecodeStatus::kOk) {

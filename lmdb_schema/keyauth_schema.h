@@ -164,6 +164,32 @@ static_assert(offsetof(struct ka_key_record_v3, quota_period) == 104, "layout");
 static_assert(offsetof(struct ka_key_record_v3, quota_units) == 112, "layout");
 static_assert(sizeof(struct ka_key_record_v3) == KA_KEY_RECORD_V3_HEAD, "layout");
 
+/* Layout 4 (issue 44; written for a key whose quota an operator set, the
+ * others stay layout 2 or 3): layout 3 with quota flags in its first
+ * reserved byte. A managed quota was sold (keyauthctl, the admin API): the
+ * console may lower it, never raise, move or remove it. A reader of layout
+ * 3 only refuses such a key (unknown version) rather than lose the mark. */
+#define KA_KEY_RECORD_V4 4u
+
+enum ka_key_quota_flags {
+    KA_KEY_QUOTA_MANAGED = 1  /* set in every layout 4 record; no other bit */
+};
+
+struct ka_key_record_v4 {
+    struct ka_key_record_v2 head;  /* head.head.version = KA_KEY_RECORD_V4 */
+    uint8_t  quota_period;           /* enum ka_quota_period, never NONE */
+    uint8_t  quota_flags;            /* KA_KEY_QUOTA_MANAGED */
+    uint8_t  reserved[6];            /* 0 */
+    uint64_t quota_units;
+};
+
+#define KA_KEY_RECORD_V4_HEAD 120
+
+static_assert(offsetof(struct ka_key_record_v4, quota_period) == 104, "layout");
+static_assert(offsetof(struct ka_key_record_v4, quota_flags) == 105, "layout");
+static_assert(offsetof(struct ka_key_record_v4, quota_units) == 112, "layout");
+static_assert(sizeof(struct ka_key_record_v4) == KA_KEY_RECORD_V4_HEAD, "layout");
+
 /* ---- account record (accounts value) ----------------------------------- */
 
 #define KA_ACCOUNT_RECORD_V1 1u

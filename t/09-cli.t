@@ -434,6 +434,21 @@ for my $help ('-h', '--help') {
     is_deeply [grep { /^account\./ } @actions],
         ['account.set_plan', 'account.set_plan', 'account.update', 'account.update', 'account.create'],
         'every change is an audit event';
+
+    # issue 44 item 6: "plan" on an account with no plan dropped its own
+    # value for the default (quota -> null: unlimited; 100 keys); refused
+    my $planless = $ctl_json->('account', 'create', '--name', 'planless', '--entitlement', 10,
+                               '--quota', '50/day', '--max-keys', 2);
+    for my $opt (['--quota', 'plan'], ['--max-keys', 'plan'], ['--entitlement', 'plan']) {
+        my ($rc, $out, $err) = run_ctl_captured('--db', $db, 'account', 'update', $planless->{id}, @$opt);
+        is $rc, 2, "account update @$opt on an account with no plan: exit 2";
+        like $err, qr/is on no plan.*ACCOUNT_HAS_NO_PLAN/, '... saying it has no plan to follow' or diag $err;
+        is $out, '', '... nothing printed';
+    }
+    $shown = $ctl_json->('account', 'show', $planless->{id});
+    is_deeply [@{ $shown->{quota} }{qw(units period)}, $shown->{maxKeys}], [50, 'day', 2], 'its own values stay';
+    is_deeply [map { $_->{action} } @{ $ctl_json->('audit', 'list', '--account', $planless->{id})->{events} }],
+        ['account.create'], '... and nothing was written';
 }
 
 # A bulk create shows its progress on a terminal (util-linux's script gives

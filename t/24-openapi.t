@@ -106,6 +106,11 @@ console(POST => '/v1/keys', { name => 'x', scopes => ['ip:read'], rateLimitPerMi
 console(PATCH => "/v1/keys/$metered->{id}", { quota => { units => 100, period => 'week' } });
 console(PATCH => "/v1/keys/$metered->{id}", { quota => { units => 1000, period => 'month' } });
 console(GET => "/v1/keys/$metered->{id}");
+# issue 44: credits an operator sold cannot be lifted from the console
+my $sold = $t->ctl('key', 'create', '--account', $acc->{id}, '--name', 'sold', '--scope', 'ip:read', '--rate', 5,
+                   '--quota', '2/total');
+console(PATCH => "/v1/keys/$sold->{id}", { quota => undef });
+console(PATCH => "/v1/keys/$sold->{id}", { quota => { units => 1, period => 'total' } });
 console(GET => '/v1/account');
 $t->ctl('account', 'set-plan', $acc->{id}, 'enterprise-100k');
 console(GET => '/v1/account');

@@ -3,8 +3,9 @@
 # verdict, in both modes (single host; keyauthd on etcd with keyauth-syncd
 # feeding the edge). Each case is one of issue 26's leaks, tried as a user
 # would: an expired key revived past maxKeys, a rolled predecessor revived,
-# a roll past the cap or outside allowedScopes, the epoch read as "never",
-# and a resume past the cap.
+# a roll past a lowered cap or outside allowedScopes, the epoch read as
+# "never", and a resume past the cap; and a roll chain counting once toward
+# the cap, with two live secrets at most (issue 44).
 use strict;
 use warnings;
 use FindBin;
@@ -75,12 +76,35 @@ sub run_mode {
         $t->{invariants_second} = $second->{json};
     };
 
-    subtest "$mode: a roll is held to the cap and to allowedScopes" => sub {
+    subtest "$mode: a roll chain counts once: a cap of one rotates without downtime" => sub {
         my $key = $t->{invariants_second};
         my $roll = $api->(POST => "/v1/keys/$key->{id}/roll", { gracePeriodSeconds => 60 });
-        is $roll->{status}, 409, 'a roll with grace at the cap: both would live';
+        is $roll->{status}, 201, 'a roll with grace at a cap of one: both secrets are one key (it was 409)'
+            or diag $roll->{body};
+        $becomes->($roll->{json}{secret}, 200, 'the successor works');
+        is $edge->($key->{secret}), 200, 'the predecessor works in its grace';
+        my $beside = $api->(POST => '/v1/keys', { name => 'beside', scopes => ['ip:read'], rateLimitPerMinute => 600 });
+        is $beside->{code}, 'KEY_LIMIT_REACHED', 'no other key beside the chain';
+        my $again = $t->ctl('key', 'roll', $roll->{json}{id}, '--grace-seconds', 60);
+        ok $again->{secret}, 'keyauthctl rolls the successor in the first one\'s grace';
+        $becomes->($again->{secret}, 200, 'the newest works');
+        $becomes->($key->{secret}, 401, 'the first secret stops at once: two live secrets a chain at most');
+        is $edge->($roll->{json}{secret}), 200, 'the middle one is in its grace';
+        is $api->(GET => "/v1/keys/$key->{id}")->{json}{status}, 'expired', 'the console says the first expired';
+        $t->{invariants_second} = $again;
+    };
+
+    subtest "$mode: a roll is held to a lowered cap and to allowedScopes" => sub {
+        my $key = $t->{invariants_second};
+        $t->ctl('account', 'update', $acc->{id}, '--max-keys', 2);
+        my $other = $api->(POST => '/v1/keys', { name => 'other', scopes => ['ip:read'], rateLimitPerMinute => 600 });
+        is $other->{status}, 201, 'a second chain under a cap of two' or diag $other->{body};
+        $t->ctl('account', 'update', $acc->{id}, '--max-keys', 1);
+        my $roll = $api->(POST => "/v1/keys/$key->{id}/roll", { gracePeriodSeconds => 60 });
+        is $roll->{status}, 409, 'two chains over a lowered cap of one: no roll';
         is $roll->{code}, 'KEY_LIMIT_REACHED', 'KEY_LIMIT_REACHED';
-        $ctl_refused->('KEY_LIMIT_REACHED', 'a second live key', 'key', 'roll', $key->{id}, '--grace-seconds', 60);
+        $ctl_refused->('KEY_LIMIT_REACHED', 'over a lowered cap', 'key', 'roll', $key->{id}, '--grace-seconds', 60);
+        is $api->(POST => "/v1/keys/$other->{json}{id}/revoke")->{status}, 200, 'the other chain revoked';
         $t->ctl('account', 'update', $acc->{id}, '--allowed-scope', 'geo:read');
         $roll = $api->(POST => "/v1/keys/$key->{id}/roll", { gracePeriodSeconds => 0 });
         is $roll->{status}, 403, 'a roll copying a scope no longer allowed';

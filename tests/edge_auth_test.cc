@@ -289,15 +289,20 @@ TEST_F(EdgeAuthTest, ARolledKeySpendsItsPredecessorsRateState) {
     ASSERT_EQ(first.verdict, KA_AUTH_OK);
     EXPECT_EQ(0, std::memcmp(first.rate_id_bin, first.key_id_bin, KA_ID_LEN));
     RolledKey once = store.roll_key(acc, key.key.key_id, 3600);
-    RolledKey twice = store.roll_key(acc, once.successor.key.key_id, 0);
-    // the first key is in its hour of grace, the last is current
-    for (const std::string &secret : {key.secret, twice.successor.secret}) {
+    // the first key is in its hour of grace, its successor is current: one rate state
+    for (const std::string &secret : {key.secret, once.successor.secret}) {
         ka_auth_result_t r = auth_at(edge, secret, wall_clock_ms());
         ASSERT_EQ(r.verdict, KA_AUTH_OK) << r.reason;
         EXPECT_EQ(0, std::memcmp(r.rate_id_bin, key.key.key_id.data(), KA_ID_LEN));
     }
-    // the middle key was rolled with no grace: revoked at once
-    EXPECT_EQ(auth_at(edge, once.successor.secret, wall_clock_ms()).verdict, KA_AUTH_KEY_INVALID);
     // and the first stops when its grace ends
     EXPECT_EQ(auth_at(edge, key.secret, wall_clock_ms() + 3'601'000).verdict, KA_AUTH_KEY_INVALID);
+    RolledKey twice = store.roll_key(acc, once.successor.key.key_id, 0);
+    ka_auth_result_t r = auth_at(edge, twice.successor.secret, wall_clock_ms());
+    ASSERT_EQ(r.verdict, KA_AUTH_OK) << r.reason;
+    EXPECT_EQ(0, std::memcmp(r.rate_id_bin, key.key.key_id.data(), KA_ID_LEN));
+    // the middle key was rolled with no grace: revoked at once; and rolling
+    // it ended the first one's grace (issue 44: two live secrets a chain)
+    EXPECT_EQ(auth_at(edge, once.successor.secret, wall_clock_ms()).verdict, KA_AUTH_KEY_INVALID);
+    EXPECT_EQ(auth_at(edge, key.secret, wall_clock_ms()).verdict, KA_AUTH_KEY_INVALID);
 }

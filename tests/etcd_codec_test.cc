@@ -152,6 +152,7 @@ TEST(EtcdRequests, TxnWritesEachCompareTargetsOwnField) {
     Compare less = Compare::mod_revision_is("/k/l", 10);
     less.result = CompareResult::kLess;
     t.compare.push_back(less);
+    t.compare.push_back(Compare::none_written_after("/k/", "/k0", 41));
     t.success = {PutRequest{"/k/c", "c"}, DeleteRangeRequest{"/k/a", ""},
                  RangeRequest{"/k/", "/k0", 0, 0, false, false, false}};
     t.failure = {RangeRequest{"/k/a", "", 0, 0, false, false, false}};
@@ -161,7 +162,8 @@ TEST(EtcdRequests, TxnWritesEachCompareTargetsOwnField) {
           {"key":"L2svYQ==","target":"MOD","result":"EQUAL","mod_revision":"3"},
           {"key":"L2svdg==","target":"VALUE","result":"NOT_EQUAL","value":"AP8B"},
           {"key":"L2svbg==","target":"VERSION","result":"GREATER","version":"0"},
-          {"key":"L2svbA==","target":"MOD","result":"LESS","mod_revision":"10"}],
+          {"key":"L2svbA==","target":"MOD","result":"LESS","mod_revision":"10"},
+          {"key":"L2sv","range_end":"L2sw","target":"MOD","result":"LESS","mod_revision":"42"}],
         "success":[
           {"request_put":{"key":"L2svYw==","value":"Yw=="}},
           {"request_delete_range":{"key":"L2svYQ=="}},

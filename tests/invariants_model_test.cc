@@ -1,6 +1,7 @@
 // A model-based test of the key and account invariants (admin/lib/key_rules.h):
 // random sequences of console calls (create, PATCH of every field, roll with
-// and without grace, revoke), operator changes (the cap, allowed scopes,
+// and without grace, a roll chain counting once toward the cap, revoke),
+// operator changes (the cap, allowed scopes,
 // suspend, resume, token rotation) and time passing, run against the real
 // Store, the real console API and the edge's own verdict, and checked after
 // every step against a small reference model written here, apart from the
@@ -11,8 +12,6 @@
 // KEYAUTH_MODEL_VERBOSE=1); KEYAUTH_MODEL_SEQUENCES sets how many run.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
@@ -22,16 +21,14 @@
 #include <vector>
 
 #include "console_fixture.h"
-#include "edge_store.h"
-#include "etcd_client.h"
 #include "keyauth_core.h"
-#include "mirror.h"
-#include "record_changes.h"
+#include "model_runner.h"
+#include "model_store.h"
 #include "rfc3339.h"
 
 using namespace keyauth;
 using keyauth::testing::Backend;
-using keyauth::testing::TempDir;
+using keyauth::testing::ModelStore;
 using nlohmann::json;
 
 namespace {
@@ -49,6 +46,8 @@ struct MKey {
     bool revoked = false;
     int64_t expires = 0;  // 0: never
     bool rolled = false;  // a predecessor: nothing makes it active again
+    std::string chain;    // its roll chain: the first key's id
+    int from = -1;        // the index of the key it replaced, if any
     std::vector<std::string> scopes;
     std::string name = "k";
     int rate = 0;
@@ -101,9 +100,8 @@ Expect err(int status, const char *code) { return {status, code}; }
 
 class Harness {
 public:
-    Harness(Backend kind, uint64_t seed) : kind_(kind), rng_(seed) {
-        backend_prefix_ = "/model/" + std::to_string(seed) + "-" + std::to_string(++instances_);
-        store_ = std::make_unique<Store>(make_backend());
+    Harness(Backend kind, uint64_t seed) : kind_(kind), rng_(seed), world_(kind, std::to_string(seed)) {
+        store_ = &world_.store();
         store_->set_clock([this] { return now_; });
         api_ = std::make_unique<ConsoleApi>(*store_);
         for (int i = 0; i < 2; i++) {
@@ -117,10 +115,7 @@ public:
             a.audit_events = 1;
             accounts_.push_back(a);
         }
-        open_edge();
-    }
-    ~Harness() {
-        if (edge_) ka_edge_close(edge_);
+        edge_ = world_.edge();
     }
 
     // Runs `steps` random steps, checking after each; false at the first
@@ -137,51 +132,6 @@ public:
     const std::string &log() const { return log_; }
 
 private:
-    std::unique_ptr<StoreBackend> make_backend() {
-        if (kind_ == Backend::kLmdb) return std::make_unique<LmdbBackend>(dir_.sub("db"));
-        auto &cluster = keyauth::testing::shared_etcd();
-        if (!cluster.ok()) throw std::runtime_error("etcd: " + cluster.error());
-        EtcdBackendOptions o;
-        o.endpoints = cluster.endpoints();
-        o.prefix = backend_prefix_;
-        std::string error;
-        auto b = EtcdBackend::make(o, error);
-        if (!b) throw std::runtime_error(error);
-        etcd::ClientOptions co;
-        co.endpoints = cluster.endpoint_list();
-        client_ = etcd::Client::make(co, error);
-        if (!client_) throw std::runtime_error(error);
-        mirror_ = std::make_unique<syncd::Mirror>(dir_.sub("edge"), 0);
-        return b;
-    }
-
-    // The edge's store: on one host the store itself; on etcd a mirror of
-    // the prefix read at one revision, rebuilt and swapped in as syncd does.
-    std::string edge_path() const { return kind_ == Backend::kLmdb ? dir_.path() + "/db" : dir_.path() + "/edge"; }
-    void open_edge() {
-        if (kind_ == Backend::kEtcd) refresh_mirror();
-        if (edge_) ka_edge_close(edge_);
-        char error[256] = "";
-        edge_ = ka_edge_open(edge_path().c_str(), error, sizeof error);
-        if (!edge_) throw std::runtime_error(std::string("ka_edge_open: ") + error);
-    }
-    void refresh_mirror() {
-        auto rebuild = mirror_->begin_rebuild();
-        int64_t revision = 0;
-        etcd::RangeRequest req;
-        req.key = syncd::watched_prefix(backend_prefix_);
-        req.range_end = syncd::watched_end(backend_prefix_);
-        etcd::Status st = client_->range_all(
-            req, 1000,
-            [&](const etcd::RangeResponse &page) {
-                rebuild->add(syncd::batch_of_kvs(backend_prefix_, page.kvs).changes);
-                return true;
-            },
-            &revision);
-        if (!st.ok()) throw std::runtime_error("etcd range: " + st.message);
-        mirror_->finish_rebuild(std::move(rebuild), syncd::MirrorMark{revision, 1});
-    }
-
     void note(const std::string &s) {
         log_ += "  step " + std::to_string(step_) + " @" + std::to_string(now_ - kStart) + "ms: " + s + "\n";
     }
@@ -271,11 +221,15 @@ private:
         return true;
     }
 
-    int active_keys(int acc) const {
-        int n = 0;
-        for (const auto &k : keys_) n += k.account == acc && k.active(now_);
-        return n;
+    // What counts toward maxKeys: the roll chains with an active key (a
+    // predecessor in its grace and its successor are one key).
+    std::set<std::string> active_chains(int acc) const {
+        std::set<std::string> chains;
+        for (const auto &k : keys_)
+            if (k.account == acc && k.active(now_)) chains.insert(k.chain);
+        return chains;
     }
+    int active_keys(int acc) const { return int(active_chains(acc).size()); }
     // After a write that can only lower the active count, or lowers the cap.
     void settle_cap(int acc) {
         MAccount &a = accounts_[acc];
@@ -316,6 +270,7 @@ private:
         json k = json::parse(r.body);
         MKey m;
         m.id = k["id"];
+        m.chain = m.id;
         m.secret = k["secret"];
         m.account = acc;
         m.scopes = scopes;
@@ -373,8 +328,12 @@ private:
             if (body.contains("rateLimitPerMinute")) after.rate = body["rateLimitPerMinute"];
             changed = exp_changes || scopes != k->scopes || after.name != k->name || after.rate != k->rate;
             if (changed && !k->active(now_) && after.active(now_)) {
+                // a key made active again counts like a new one, unless its
+                // chain is active already (its predecessor in grace)
+                const auto chains = active_chains(acc);
+                const size_t adds = chains.count(k->chain) ? 0 : 1;
                 if (!allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
-                else if (active_keys(acc) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+                else if (chains.size() + adds > a.max_keys) e = err(409, "KEY_LIMIT_REACHED");
             }
         }
         if (!compare("patch " + short_id(*k) + " " + body.dump(), r, e) || r.status != 200) return;
@@ -409,11 +368,15 @@ private:
         else if (k->rolled) e = err(409, "KEY_ALREADY_ROLLED");
         else if (!k->active(now_)) e = err(409, "KEY_EXPIRED");
         else if (!allowed(a, k->scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
-        else if (active_keys(acc) - (grace == 0 ? 1 : 0) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
+        // the successor joins the chain of an active key: a roll adds no key,
+        // with or without grace, but the account must be within its cap
+        else if (active_keys(acc) > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
         if (!compare("roll " + short_id(*k) + " grace " + std::to_string(grace), r, e) || r.status != 201) return;
         json made = json::parse(r.body);
         MKey next;
         next.id = made["id"];
+        next.chain = k->chain;
+        next.from = int(index);
         next.secret = made["secret"];
         next.account = k->account;
         next.scopes = k->scopes;
@@ -421,6 +384,14 @@ private:
         next.name = k->name;
         next.rate = k->rate;
         MKey &old = keys_[index];
+        // at most two live secrets a chain: the older predecessor's grace ends now
+        if (old.from >= 0) {
+            MKey &older = keys_[size_t(old.from)];
+            if (older.active(now_)) {
+                older.expires = grace_end_[older.id] = now_;
+                note("  ... the grace of " + short_id(older) + " ends now");
+            }
+        }
         old.rolled = true;
         if (grace == 0) old.revoked = true;
         else {
@@ -547,8 +518,9 @@ private:
 
     // ---- the checks after every step ----
     void check_all() {
-        if (kind_ == Backend::kEtcd) open_edge();
-        std::vector<int> active(accounts_.size(), 0);
+        edge_ = world_.edge();
+        std::vector<std::set<std::string>> active(accounts_.size());
+        std::map<std::string, int> live_in_chain;
         for (const MKey &k : keys_) {
             auto rec = store_->find_key(parse_key_id(k.id));
             if (!rec) return fail("key " + k.id + " is missing from the store");
@@ -564,7 +536,9 @@ private:
             if (k.rolled && !revoked && (rec->expires_ms == 0 || rec->expires_ms > grace_end_[k.id]))
                 return fail("rolled key " + short_id(k) + " lives past its grace");
             const bool live = !revoked && (rec->expires_ms == 0 || now_ < rec->expires_ms);
-            if (live) active[size_t(k.account)]++;
+            if (live) active[size_t(k.account)].insert(k.chain);
+            if (live && ++live_in_chain[k.chain] > 2)
+                return fail("the chain of key " + short_id(k) + " has more than two live secrets");
 
             const MAccount &a = accounts_[size_t(k.account)];
             int want = k.active(now_) ? (a.suspended ? KA_AUTH_ACCOUNT_SUSPENDED : KA_AUTH_OK) : KA_AUTH_KEY_INVALID;
@@ -577,9 +551,9 @@ private:
         }
         for (size_t i = 0; i < accounts_.size(); i++) {
             const MAccount &a = accounts_[i];
-            if (active[i] > int(a.max_keys) && !a.over_cap_allowed)
-                return fail("account " + std::to_string(i) + " has " + std::to_string(active[i]) +
-                            " active keys over its maxKeys " + std::to_string(a.max_keys));
+            if (active[i].size() > a.max_keys && !a.over_cap_allowed)
+                return fail("account " + std::to_string(i) + " has " + std::to_string(active[i].size()) +
+                            " active keys (roll chains) over its maxKeys " + std::to_string(a.max_keys));
             const size_t events = store_->list_audit(a.id, Store::kMaxPageSize, std::nullopt).events.size();
             if (events != a.audit_events)
                 return fail("account " + std::to_string(i) + " has " + std::to_string(events) +
@@ -601,15 +575,10 @@ private:
 
     Backend kind_;
     std::mt19937_64 rng_;
-    // memory-backed where there is one: the model checks rules, not fsync
-    TempDir dir_{std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string()};
-    std::string backend_prefix_;
-    static inline int instances_ = 0;
-    std::unique_ptr<etcd::Client> client_;
-    std::unique_ptr<syncd::Mirror> mirror_;
-    std::unique_ptr<Store> store_;
+    ModelStore world_;
+    Store *store_ = nullptr;
     std::unique_ptr<ConsoleApi> api_;
-    ka_edge_t *edge_ = nullptr;
+    ka_edge_t *edge_ = nullptr;  // world_'s
     int64_t now_ = kStart;
     std::vector<MAccount> accounts_;
     std::vector<MKey> keys_;
@@ -618,29 +587,12 @@ private:
     std::string log_;
 };
 
-uint64_t env_or(const char *name, uint64_t fallback) {
-    const char *v = std::getenv(name);
-    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 class InvariantsModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(InvariantsModelTest, RandomSequencesKeepEveryInvariant) {
     const bool lmdb = GetParam() == Backend::kLmdb;
-    const uint64_t one = env_or("KEYAUTH_MODEL_SEED", 0);
-    const uint64_t sequences = one ? 1 : env_or("KEYAUTH_MODEL_SEQUENCES", lmdb ? 1000 : 16);
-    const int steps = lmdb ? 40 : 30;
-    const uint64_t base = env_or("KEYAUTH_MODEL_BASE", uint64_t(std::random_device{}()) << 16);
-    const bool verbose = env_or("KEYAUTH_MODEL_VERBOSE", 0) != 0;
-    for (uint64_t i = 0; i < sequences; i++) {
-        const uint64_t seed = one ? one : base + i;
-        Harness h(GetParam(), seed);
-        const bool passed = h.run(steps);
-        if (verbose || !passed) std::cout << "seed " << seed << ":\n" << h.log();
-        ASSERT_TRUE(passed) << h.failure() << "\nreplay: KEYAUTH_MODEL_SEED=" << seed
-                            << " build/unit_tests --gtest_filter='*InvariantsModel*" << (lmdb ? "Lmdb" : "Etcd")
-                            << "*'";
-    }
+    keyauth::testing::run_model<Harness>(GetParam(), "KEYAUTH_MODEL", lmdb ? 1000 : 16, lmdb ? 40 : 30,
+                                         "InvariantsModel");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, InvariantsModelTest, keyauth::testing::kBothBackends,

@@ -120,10 +120,10 @@ TEST(KeyRecord, GrantsFollowTheScopeRules) {
 
 TEST(KeyRecord, UnknownVersionIsReportedWithTheVersion) {
     std::string bytes = encode_key_record(sample_key());
-    bytes[0] = 4;
+    bytes[0] = 5;  // the first layout after 4
     KeyRecordView v;
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
-    EXPECT_EQ(v.version, 4);
+    EXPECT_EQ(v.version, 5);
     bytes[0] = 0;
     bytes[1] = 1;  // 256: byte order matters
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
@@ -288,6 +288,42 @@ TEST(KeyRecord, OwnQuotaIsLayoutThree) {
     bytes[offsetof(ka_key_record_v3, quota_period)] = KA_QUOTA_NONE;  // layout 3 without a quota
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kCorrupt);
     r.quota = Quota{KA_QUOTA_DAY, 0};
+    EXPECT_THROW(encode_key_record(r), std::invalid_argument);
+}
+
+// A quota an operator set is marked managed (issue 44): layout 4, the v3
+// head with the flag in its first reserved byte; a layout 3 reader refuses
+// it (unknown version) instead of losing the mark.
+TEST(KeyRecord, AManagedQuotaIsLayoutFour) {
+    KeyRecord r = sample_key();
+    r.quota = Quota{KA_QUOTA_TOTAL, 2};
+    r.quota_managed = true;
+    std::string bytes = encode_key_record(r);
+    EXPECT_EQ(bytes.size(), KA_KEY_RECORD_V4_HEAD + (1 + 7) + (1 + 5) + r.prefix.size() + r.name.size());
+    KeyRecordView v;
+    ASSERT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_KEY_RECORD_V4);
+    EXPECT_EQ(v.quota, (Quota{KA_QUOTA_TOTAL, 2}));
+    EXPECT_TRUE(v.quota_managed);
+    EXPECT_EQ(v.name, r.name);
+    KeyRecord back = v.to_owned();
+    EXPECT_TRUE(back.quota_managed);
+    EXPECT_EQ(encode_key_record(back), bytes);
+    EXPECT_EQ(static_cast<unsigned char>(bytes[offsetof(ka_key_record_v4, quota_flags)]), KA_KEY_QUOTA_MANAGED);
+    // the same key unmanaged is layout 3, byte for byte but the version and the flag
+    r.quota_managed = false;
+    std::string v3 = encode_key_record(r);
+    ASSERT_EQ(decode_key_record(v3.data(), v3.size(), v), DecodeStatus::kOk);
+    EXPECT_EQ(v.version, KA_KEY_RECORD_V3);
+    EXPECT_FALSE(v.quota_managed);
+    // a flag unknown or missing is corrupt, as is a managed mark with no quota
+    for (unsigned char flags : {0, 2, 3, 0x80}) {
+        std::string bad = bytes;
+        bad[offsetof(ka_key_record_v4, quota_flags)] = static_cast<char>(flags);
+        EXPECT_EQ(decode_key_record(bad.data(), bad.size(), v), DecodeStatus::kCorrupt) << int(flags);
+    }
+    r.quota = Quota{};
+    r.quota_managed = true;
     EXPECT_THROW(encode_key_record(r), std::invalid_argument);
 }
 

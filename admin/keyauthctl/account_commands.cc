@@ -133,7 +133,16 @@ int account_update(keyauth::Store &store, const Args &a) {
         throw UsageError(
             "account update needs something to change: --name, --entitlement, --max-keys, --quota, "
             "--allowed-scope or --any-scope");
-    print_account(a, account_json(store, store.update_account(id, changes, operator_actor())), "account updated\n");
+    keyauth::Account updated;
+    try {
+        updated = store.update_account(id, changes, operator_actor());
+    } catch (const keyauth::StoreError &e) {
+        // "plan" without a plan is a mistake in the command, not a refusal
+        // of the store's state to wait out: exit 2, as a usage error
+        if (e.code() != "ACCOUNT_HAS_NO_PLAN") throw;
+        throw InputError(std::string(e.what()) + " (ACCOUNT_HAS_NO_PLAN; nothing was changed)");
+    }
+    print_account(a, account_json(store, updated), "account updated\n");
     return 0;
 }
 

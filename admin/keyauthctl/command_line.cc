@@ -31,7 +31,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
                  [--quota QUOTA|plan] [--allowed-scope S ... | --any-scope]
         change what is given (at least one); a lower --max-keys leaves
         existing keys alone; --any-scope lifts the scope limit; "plan"
-        drops the account's own value and follows its plan's
+        drops the account's own value and follows its plan's (exit 2 on
+        an account with no plan: there is none to follow)
   account set-plan ACC_ID PLAN_ID|none
         put the account on a plan of the catalog (or on none)
   account set-entitlement --account ACC_ID --entitlement RPM
@@ -54,7 +55,9 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         change what is given (at least one); same id and secret. QUOTA is
         UNITS/day, UNITS/month or none (UNITS 1 to 281474976710655); a
         KEY_QUOTA may also be UNITS/total (credits that never refill); a
-        call must fit both the key's and its account's quota
+        call must fit both the key's and its account's quota. A key quota
+        set here is managed: the console may lower it, not raise, move or
+        remove it (none removes it and gives the key back to the console)
   key roll KEY_ID [--account ACC_ID] [--grace-seconds N]
         a successor with a new secret (printed once), the same name, scopes,
         rate, expiry and quota (and what the quota used); the old key is
@@ -86,9 +89,11 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         the tokens' ids, names, scopes and status (never a token)
   admin-token revoke TOKEN_ID
         the token is refused from its next call
-  plans import FILE.json
+  plans import FILE.json [--retire OLD=NEW ...]
         validate a whole catalog and replace the current one atomically; a
-        bad file exits 2 and writes nothing
+        bad file exits 2 and writes nothing. A catalog without a plan that
+        accounts are on is refused (exit 1, PLAN_IN_USE, naming them) unless
+        --retire moves them, in the same transaction, to plan NEW of the file
   plans list
   plans show PLAN_ID
         with --json, each plan's entitlements too
@@ -117,8 +122,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
                   doubles it, as far as the disk allows; not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
-(--json, --any-scope and --bom take no value); only --scope and --allowed-scope may
-be given more than once. An unknown command or option, a missing value, a
+(--json, --any-scope and --bom take no value); only --scope, --allowed-scope
+and --retire may be given more than once. An unknown command or option, a missing value, a
 repeated option or an extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
 (KEY_REVOKED, KEY_LIMIT_REACHED, ...).
@@ -238,7 +243,7 @@ const std::vector<Command> kCommands = {
      true},
     {"admin-token", "list", {}, {}, true},
     {"admin-token", "revoke", {"TOKEN_ID"}, {}, true},
-    {"plans", "import", {"FILE"}, {}, true},
+    {"plans", "import", {"FILE"}, {{"retire", false, true}}, true},
     {"plans", "list", {}, {}, true},
     {"plans", "show", {"PLAN_ID"}, {}, true},
     {"fx", "set", {"RATE"}, {}, true},

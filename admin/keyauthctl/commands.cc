@@ -16,6 +16,23 @@ namespace keyauthctl {
 using keyauth::Id;
 using nlohmann::json;
 
+namespace {
+
+// --retire OLD=NEW, each plan retired once.
+keyauth::PlanRetirements retirements_of(const Args &a) {
+    keyauth::PlanRetirements out;
+    for (const std::string &r : a.all("retire")) {
+        const size_t eq = r.find('=');
+        if (eq == 0 || eq == std::string::npos || eq + 1 == r.size() || r.find('=', eq + 1) != std::string::npos)
+            throw UsageError("--retire \"" + shown(r) + "\": must be OLD=NEW, two plan ids");
+        if (!out.emplace(r.substr(0, eq), r.substr(eq + 1)).second)
+            throw UsageError("--retire names plan \"" + shown(r.substr(0, eq)) + "\" twice");
+    }
+    return out;
+}
+
+}  // namespace
+
 int run_plans(keyauth::Store &store, const Args &a) {
     const bool as_json = a.as_json;
     const std::string verb = a.words.size() > 1 ? a.words[1] : "";
@@ -26,17 +43,27 @@ int run_plans(keyauth::Store &store, const Args &a) {
         std::stringstream text;
         text << in.rdbuf();
         // a bad file is the caller's input, refused whole before anything is written: exit 2
+        // (so is a --retire the file cannot take)
+        const keyauth::PlanRetirements retire = retirements_of(a);
         std::vector<keyauth::PlanRecord> plans;
+        keyauth::CatalogImport done;
         try {
             plans = keyauth::parse_catalog(text.str());
             keyauth::validate_catalog(plans);
+            done = store.import_plans(plans, operator_actor(), retire);
         } catch (const keyauth::StoreError &e) {
             if (e.kind() != keyauth::StoreError::Kind::kInvalid) throw;
             throw InputError(std::string(e.what()) + " (nothing was imported)");
         }
-        store.import_plans(plans, operator_actor());
-        print(as_json, json{{"imported", plans.size()}},
-              "imported " + std::to_string(plans.size()) + " plans\n");
+        json moved = json::array();
+        std::string text_out = "imported " + std::to_string(plans.size()) + " plans\n";
+        for (const auto &[from, count] : done.moved) {
+            moved.push_back({{"from", from}, {"to", retire.at(from)}, {"accounts", count}});
+            text_out += terminal_safe("moved " + std::to_string(count) + (count == 1 ? " account" : " accounts") +
+                                      " from plan " + from + " to " + retire.at(from)) +
+                        "\n";
+        }
+        print(as_json, json{{"imported", plans.size()}, {"removed", done.removed}, {"moved", moved}}, text_out);
         return 0;
     }
     if (verb == "list") {

@@ -182,6 +182,15 @@ bool EtcdAttempt::apply(const Mutation &m) {
             }
             break;
         }
+        case Guard::Kind::kUnchanged: {
+            // since the revision every read of this attempt was made at
+            if (revision_ == 0)
+                throw StoreError(StoreError::Kind::kInvalid, "", "a guard on a whole table needs a read of it first");
+            std::string table = etcd_table_prefix(prefix_, g.table);
+            std::string end = etcd::prefix_range_end(table);
+            txn.compare.push_back(etcd::Compare::none_written_after(std::move(table), std::move(end), revision_));
+            break;
+        }
         }
     }
 

@@ -74,6 +74,16 @@ Compare Compare::value_is(std::string key, std::string value) {
     return c;
 }
 
+Compare Compare::none_written_after(std::string key, std::string range_end, int64_t revision) {
+    Compare c;
+    c.key = std::move(key);
+    c.range_end = std::move(range_end);
+    c.target = CompareTarget::kMod;
+    c.result = CompareResult::kLess;
+    c.number = revision + 1;
+    return c;
+}
+
 Compare Compare::mod_revision_is(std::string key, int64_t revision) {
     Compare c;
     c.key = std::move(key);
@@ -136,6 +146,7 @@ json compare_json(const Compare &c) {
     json j = {{"key", base64_encode(c.key)},
               {"target", target_name(c.target)},
               {"result", result_name(c.result)}};
+    if (!c.range_end.empty()) j["range_end"] = base64_encode(c.range_end);
     // The compared field is always sent, 0 included: it is a oneof, and
     // create_revision "0" is how "the key does not exist" is written.
     switch (c.target) {

@@ -96,6 +96,7 @@ enum class CompareResult { kEqual, kGreater, kLess, kNotEqual };
 // mod_revision and version 0.
 struct Compare {
     std::string key;
+    std::string range_end;  // set: every key of [key, range_end) is compared
     CompareTarget target = CompareTarget::kMod;
     CompareResult result = CompareResult::kEqual;
     int64_t number = 0;
@@ -107,6 +108,9 @@ struct Compare {
     static Compare mod_revision_is(std::string key, int64_t revision);
     // "the key holds exactly these bytes" (false for an absent key)
     static Compare value_is(std::string key, std::string value);
+    // "no key of [key, range_end) was written after revision r" (deleted
+    // keys are not seen: a table whose records are never deleted)
+    static Compare none_written_after(std::string key, std::string range_end, int64_t revision);
 };
 
 using RequestOp = std::variant<RangeRequest, PutRequest, DeleteRangeRequest>;

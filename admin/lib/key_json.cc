@@ -44,6 +44,7 @@ nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64
         {"rolledFrom", key_id_or_null(key.rolled_from)},
         {"rolledTo", key_id_or_null(key.rolled_to)},
         {"quota", quota_to_json(key.quota, quota_used, now_ms)},
+        {"quotaManaged", key.quota_managed},
         {"lastUsedAt", nullptr},
         {"usage", {{"allowed", 0}, {"rateLimited", 0}}},
     };

@@ -22,7 +22,8 @@ const char *key_status(const KeyRecord &key, int64_t now_ms);
 // (effective: capped at the account's effective entitlement, its own or
 // its plan's), requestedRateLimitPerMinute, status at now_ms, createdAt,
 // revokedAt, expiresAt, rolledFrom, rolledTo, quota (null, or with
-// quota_used: what the key's roll chain used this period, quota_usage.h);
+// quota_used: what the key's roll chain used this period, quota_usage.h),
+// quotaManaged (an operator set the quota: the console may only lower it);
 // lastUsedAt and usage are null here (the console fills them in). Never
 // the secret or its hash.
 nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms,

@@ -1,5 +1,8 @@
 #include "key_rules.h"
 
+#include <cstring>
+#include <set>
+
 #include "keyauth_schema.h"
 #include "scope.h"
 #include "store_error.h"
@@ -33,11 +36,34 @@ void for_each_live_key(RecordReader &r, const Id &account, Visit &&visit) {
     });
 }
 
-std::string limit_message(uint32_t active, uint32_t max_keys) {
+std::string limit_message(size_t active, uint32_t max_keys) {
     return "the account has " + std::to_string(active) + " active keys, its limit is " + std::to_string(max_keys);
 }
 
+Id chain_of(const KeyRecordView &key) {
+    Id id{};
+    std::memcpy(id.data(), key.rate_id, id.size());  // layout 1: its own id
+    return id;
+}
+
+// What counts toward maxKeys: the roll chains with an active key.
+struct ChainCount {
+    uint32_t live = 0;      // keys not revoked
+    std::set<Id> chains;    // of the active ones
+};
+
+ChainCount count_chains(RecordReader &r, const Id &account, int64_t now) {
+    ChainCount c;
+    for_each_live_key(r, account, [&](const KeyRecordView &k) {
+        c.live++;
+        if (k.expires_ms == 0 || now < k.expires_ms) c.chains.insert(chain_of(k));
+    });
+    return c;
+}
+
 }  // namespace
+
+Id chain_of(const KeyRecord &key) { return is_none(key.rate_id) ? key.key_id : key.rate_id; }
 
 bool key_active(const KeyRecord &key, int64_t now) {
     return key.status != KA_KEY_REVOKED && (key.expires_ms == 0 || now < key.expires_ms);
@@ -69,6 +95,23 @@ void require_scopes_allowed(const AccountRecord &account, const std::vector<std:
     }
 }
 
+bool manages_quotas(const Actor &actor) { return actor.type != Actor::Type::kConsole; }
+
+void set_quota(KeyRecord &key, const Quota &to, const Actor &actor) {
+    if (manages_quotas(actor)) {
+        key.quota = to;
+        key.quota_managed = !to.none();
+        return;
+    }
+    const bool lowers = !to.none() && to.period == key.quota.period && to.units <= key.quota.units;
+    if (key.quota_managed && !lowers)
+        forbidden("QUOTA_MANAGED", "quota",
+                  "the quota of key " + id_to_string(kKeyIdPrefix, key.key_id) +
+                      " was set by an operator: the console may lower it, not raise it, move it to "
+                      "another period or remove it");
+    key.quota = to;
+}
+
 void require_not_revoked(const KeyRecord &key) {
     if (key.status == KA_KEY_REVOKED)
         conflict("KEY_REVOKED", "key " + id_to_string(kKeyIdPrefix, key.key_id) + " is revoked");
@@ -82,37 +125,41 @@ void require_expiry_changeable(const KeyRecord &key) {
 }
 
 // The account's live-key count (keys not revoked, expired ones included) is
-// kept in its record, so a write far from the cap admits without reading the
-// keys; near it, the keys are counted, since expired ones do not count.
+// kept in its record: it bounds the active keys, so the active chains, and a
+// write far from the cap admits without reading the keys; near it, the
+// chains are counted, since expired keys and a chain's second secret do not
+// count.
 void admit_activation(RecordReader &r, const Id &id, AccountRecord &account,
                       const std::vector<std::string> &scopes, const Activation &a, int64_t now,
                       uint32_t max_keys) {
     require_account_active(id, account);
     require_scopes_allowed(account, scopes);
-    const auto within = [&](int64_t active) { return active - a.stopping + a.keys <= int64_t(max_keys); };
-    if (account.live_keys == KA_LIVE_KEYS_UNKNOWN || !within(account.live_keys)) {
-        uint32_t live = 0, active = 0;
-        for_each_live_key(r, id, [&](const KeyRecordView &k) {
-            live++;
-            if (k.expires_ms == 0 || now < k.expires_ms) active++;
-        });
-        account.live_keys = live;
-        if (!within(active)) conflict("KEY_LIMIT_REACHED", limit_message(active, max_keys));
+    if (account.live_keys == KA_LIVE_KEYS_UNKNOWN || int64_t(account.live_keys) + a.keys > int64_t(max_keys)) {
+        ChainCount c = count_chains(r, id, now);
+        account.live_keys = c.live;
+        const size_t adds = a.chain ? (c.chains.count(*a.chain) ? 0 : 1) : a.keys;
+        if (c.chains.size() + adds > max_keys) conflict("KEY_LIMIT_REACHED", limit_message(c.chains.size(), max_keys));
     }
     account.live_keys = static_cast<uint32_t>(int64_t(account.live_keys) + a.live_change);
 }
 
 void admit_resume(RecordReader &r, const Id &id, AccountRecord &account, int64_t now, uint32_t max_keys) {
-    uint32_t active = 0;
+    std::set<Id> chains;
     for_each_live_key(r, id, [&](const KeyRecordView &k) {
         if (k.expires_ms != 0 && now >= k.expires_ms) return;
-        active++;
+        chains.insert(chain_of(k));
         KeyRecord owned = k.to_owned();
         require_scopes_allowed(account, owned.scopes);
     });
-    if (active > max_keys)
-        conflict("KEY_LIMIT_REACHED", limit_message(active, max_keys) +
+    if (chains.size() > max_keys)
+        conflict("KEY_LIMIT_REACHED", limit_message(chains.size(), max_keys) +
                                           ": revoke keys or raise the limit before resuming it");
+}
+
+bool end_grace(KeyRecord &predecessor, int64_t now) {
+    if (!key_active(predecessor, now)) return false;
+    predecessor.expires_ms = now;
+    return true;
 }
 
 Entitlements effective_of(const AccountRecord &account, const PlanRecord *plan) {

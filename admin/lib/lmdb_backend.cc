@@ -262,6 +262,8 @@ private:
             auto last = last_key(g.table);  // std::string orders bytes as LMDB does
             return !last || *last <= g.key;
         }
+        // this attempt has been the one writer since its first read
+        case Guard::Kind::kUnchanged: return true;
         }
         return false;
     }

@@ -58,4 +58,6 @@ void Mutation::expect_none_after(Table table, std::string_view key) {
     guards.push_back(Guard{Guard::Kind::kNoneAfter, table, std::string(key), {}});
 }
 
+void Mutation::expect_unchanged(Table table) { guards.push_back(Guard{Guard::Kind::kUnchanged, table, {}, {}}); }
+
 }  // namespace keyauth

@@ -59,6 +59,8 @@ struct Guard {
         kEquals,     // the record still holds `value` (the bytes it was read with)
         kAbsent,     // no record at `key` (a new id, a new hash)
         kNoneAfter,  // no record of the table sorts after `key` ("" : the table is empty)
+        kUnchanged,  // no record of the table written since the attempt read it (a
+                     // write that depends on what a whole table does not hold)
     };
     Kind kind;
     Table table;
@@ -75,6 +77,9 @@ struct Mutation {
     // The record as read: its bytes, or none (it must still be absent).
     void expect(Table table, std::string_view key, std::optional<std::string_view> value);
     void expect_none_after(Table table, std::string_view key);
+    // No record of `table` put or deleted by anyone else since this write
+    // attempt first read the store (a scan of the table, say).
+    void expect_unchanged(Table table);
 };
 
 }  // namespace keyauth

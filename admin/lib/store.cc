@@ -49,9 +49,10 @@ namespace {
     throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, id));
 }
 
-// An account's plan as a write reads it, guarded like the account record:
-// an import that changes or drops the plan makes the write compute again
-// (issue 28). None if the account has no plan or the catalog dropped it.
+}  // namespace
+
+// Guarded like the account record: an import that changes or drops the
+// plan makes the write compute again (issue 28).
 std::optional<PlanRecord> plan_for_write(RecordReader &r, Mutation &m, const AccountRecord &acc) {
     if (acc.plan_id.empty()) return std::nullopt;
     auto v = r.get(Table::kPlans, acc.plan_id);
@@ -59,8 +60,6 @@ std::optional<PlanRecord> plan_for_write(RecordReader &r, Mutation &m, const Acc
     if (!v) return std::nullopt;
     return plan_from(acc.plan_id, *v);
 }
-
-}  // namespace
 
 Account account_from(const Id &id, std::string_view v) {
     AccountRecordView view;

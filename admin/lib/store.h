@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,7 +79,8 @@ struct KeyChanges {
 // value given (entitlement, maxKeys, quota) is the account's own and wins
 // over its plan's (its override bit is set); one in follow_plan goes back
 // to following the plan, and its own quota and cap return to the defaults
-// (issue 28).
+// (issue 28); an account on no plan (or on one the catalog lacks) has none
+// to follow: kConflict ACCOUNT_HAS_NO_PLAN (issue 44).
 struct AccountChanges {
     std::optional<std::string> name;
     std::optional<uint32_t> entitlement_rpm;
@@ -125,6 +127,17 @@ struct CreatedAdminToken {
 struct RolledKey {
     KeyRecord predecessor;  // as the roll left it
     CreatedKey successor;   // with its secret, shown once
+};
+
+// Where a catalog import moves the accounts of a plan it drops: the plan
+// retired -> the plan of the imported catalog its accounts move to.
+using PlanRetirements = std::map<std::string, std::string>;
+
+// What an import did.
+struct CatalogImport {
+    size_t plans = 0;                     // in the catalog now
+    size_t removed = 0;                   // plans it dropped
+    std::map<std::string, size_t> moved;  // plan retired -> accounts moved off it
 };
 
 // Who a console token belongs to.
@@ -260,7 +273,8 @@ public:
     // The plan catalog. import_plans validates the whole catalog and replaces
     // the old one in one transaction: readers see the old or the new, never
     // a mix. list_plans is ordered by sortOrder.
-    void import_plans(const std::vector<PlanRecord> &plans, const Actor &actor = {});
+    CatalogImport import_plans(const std::vector<PlanRecord> &plans, const Actor &actor = {},
+                               const PlanRetirements &retire = {});
     std::vector<PlanRecord> list_plans();
     // For the payment service, in process: does this planId exist, and what
     // does it cost (price_paise is the amount to charge)?

@@ -35,6 +35,21 @@ std::optional<Account> account_in(RecordReader &r, const Id &id) {
                      "PLAN_NOT_FOUND");
 }
 
+// Following a plan needs one to follow: without it, "plan" would drop the
+// account's own value for the defaults (no quota: unlimited, 100 keys).
+// Refused as a conflict with the account's state (409 ACCOUNT_HAS_NO_PLAN);
+// the plan is guarded, so an import that drops it meanwhile is seen.
+void require_plan_to_follow(RecordReader &r, Mutation &m, const Id &id, const AccountRecord &acc) {
+    if (plan_for_write(r, m, acc)) return;
+    const std::string account = id_to_string(kAccountIdPrefix, id);
+    throw StoreError(StoreError::Kind::kConflict, "",
+                     acc.plan_id.empty()
+                         ? "account " + account + " is on no plan: there is no plan's value to follow"
+                         : "account " + account + " is on plan \"" + acc.plan_id +
+                               "\", which the catalog does not hold: there is no plan's value to follow",
+                     "ACCOUNT_HAS_NO_PLAN");
+}
+
 nlohmann::json override_json(const AccountRecord &rec, uint8_t bit) {
     return (rec.overrides & bit) ? nlohmann::json("account") : nlohmann::json("plan");
 }
@@ -133,6 +148,7 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
         FoundAccount found = account_for_write(r, id);
         Account acc = found.account;
         AccountRecord &rec = acc.record;
+        if (changes.follow_plan) require_plan_to_follow(r, m, id, rec);
         std::vector<AuditEvent> events;
         AuditEvent e;
         if (changes.name && *changes.name != rec.name) {

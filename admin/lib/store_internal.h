@@ -42,6 +42,10 @@ struct FoundAccount {
 // kNotFound if there is no such account.
 FoundAccount account_for_write(RecordReader &r, const Id &id);
 
+// An account's plan as a write reads it, guarded: none if the account has
+// no plan or the catalog does not hold it.
+std::optional<PlanRecord> plan_for_write(RecordReader &r, Mutation &m, const AccountRecord &acc);
+
 // The account's effective cap on active keys, its plan read (and guarded) in this write.
 uint32_t cap_for_write(RecordReader &r, Mutation &m, const AccountRecord &acc);
 

@@ -75,8 +75,10 @@ private:
     Id last_{};
 };
 
-// A new active key with a fresh secret, put with the guard that its hash is new.
-CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, const Id &id, int64_t now) {
+// A new active key with a fresh secret, put with the guard that its hash is
+// new; its quota managed as `quota_managed` says (key_rules.h: set_quota).
+CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, const Id &id, int64_t now,
+                       bool quota_managed) {
     CreatedKey out;
     out.secret = generate_secret(kKeyPrefix);
     Digest hash = sha256(out.secret);
@@ -91,6 +93,7 @@ CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, cons
     rec.prefix = out.secret.substr(0, kDisplayPrefixLen);
     rec.name = spec.name;
     rec.quota = spec.quota;
+    rec.quota_managed = quota_managed && !spec.quota.none();
     m.expect(Table::kKeysByHash, bytes(hash), std::nullopt);
     m.put(Table::kKeysByHash, bytes(hash), encode_key_record(rec));
     return out;
@@ -151,7 +154,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         FoundAccount found = account_for_write(r, account);
         Account acc = found.account;
         const auto n = static_cast<uint32_t>(count);
-        admit_activation(r, account, acc.record, spec.scopes, Activation{n, 0, int32_t(n)}, now,
+        admit_activation(r, account, acc.record, spec.scopes, Activation{n, std::nullopt, int32_t(n)}, now,
                          cap_for_write(r, m, acc.record));
         m.expect(Table::kAccounts, bytes(account), found.stored);
         m.put(Table::kAccounts, bytes(account), encode_account_record(acc.record));
@@ -162,7 +165,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         made.reserve(count);
         for (size_t i = 0; i < count; i++) {
             now = clock_();
-            made.push_back(put_new_key(m, account, spec, ids.next(now), now));
+            made.push_back(put_new_key(m, account, spec, ids.next(now), now, manages_quotas(actor)));
             if (progress && (i + 1) % 65536 == 0) progress(i + 1);
         }
         if (progress) progress(count);
@@ -174,6 +177,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         e.change("rateLimitPerMinute", nullptr, spec.requested_rpm);
         if (spec.expires_at) e.change("expiresAt", nullptr, format_time(*spec.expires_at));
         if (!spec.quota.none()) e.change("quota", nullptr, quota_terms_json(spec.quota));
+        if (made.front().key.quota_managed) e.change("quotaManaged", nullptr, true);
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
@@ -264,15 +268,19 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
             e.change("rateLimitPerMinute", rec.requested_rpm, *changes.requested_rpm);
             rec.requested_rpm = *changes.requested_rpm;
         }
-        if (changes.quota && *changes.quota != rec.quota) {
-            e.change("quota", quota_terms_json(rec.quota), quota_terms_json(*changes.quota));
-            rec.quota = *changes.quota;
+        if (changes.quota) {
+            const Quota was = rec.quota;
+            const bool was_managed = rec.quota_managed;
+            set_quota(rec, *changes.quota, actor);  // QUOTA_MANAGED: sold credits the console cannot lift
+            if (rec.quota != was) e.change("quota", quota_terms_json(was), quota_terms_json(rec.quota));
+            if (rec.quota_managed != was_managed) e.change("quotaManaged", was_managed, rec.quota_managed);
         }
         if (e.changes.empty()) return rec;  // nothing to write
         AccountRecord account = acc.account.record;
         if (!was_active && key_active(rec, now)) {
-            // an expired key made active again counts like a new one
-            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, 0, 0}, now,
+            // an expired key made active again counts like a new one (but
+            // joins its chain, should its predecessor still be in its grace)
+            admit_activation(r, rec.account_id, account, rec.scopes, Activation{1, chain_of(rec), 0}, now,
                              cap_for_write(r, m, account));
         }
         std::vector<AuditEvent> events;
@@ -304,20 +312,20 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         if (!key_active(old, now)) conflict("KEY_EXPIRED", "key " + old_text + " has expired");
         FoundAccount found_acc = account_for_write(r, old.account_id);
         Account acc = found_acc.account;
-        // The successor is a new active key; without grace the predecessor
-        // stops in the same write, with grace both count while both live.
-        const uint32_t stopping = grace_seconds == 0 ? 1 : 0;
+        // The successor joins the predecessor's chain, which counts once
+        // toward the cap whether the predecessor stops now or after its grace.
         admit_activation(r, old.account_id, acc.record, old.scopes,
-                         Activation{1, stopping, grace_seconds == 0 ? 0 : 1}, now, cap_for_write(r, m, acc.record));
+                         Activation{1, chain_of(old), grace_seconds == 0 ? 0 : 1}, now,
+                         cap_for_write(r, m, acc.record));
         m.expect(Table::kAccounts, bytes(old.account_id), found_acc.stored);
         m.put(Table::kAccounts, bytes(old.account_id), encode_account_record(acc.record));
 
         KeyIds ids(r, m);
-        // the quota goes along; the edge charges it by rate_id, so the
-        // successor also shares what the chain has used
+        // the quota goes along, managed or not; the edge charges it by
+        // rate_id, so the successor also shares what the chain has used
         KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old), old.quota};
         RolledKey out;
-        out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now);
+        out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now, old.quota_managed);
         KeyRecord &next = out.successor.key;
         next.rolled_from = key_id;
         next.rate_id = is_none(old.rate_id) ? key_id : old.rate_id;
@@ -326,6 +334,18 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         std::vector<AuditEvent> events;
         AuditEvent &e = audit(events, actor, now, old.account_id, "key.roll", "key", old_text);
         e.change("rolledTo", nullptr, id_to_string(kKeyIdPrefix, next.key_id));
+        // two live secrets a chain at most: the key rolled now ends its own
+        // predecessor's grace (its rolledFrom; the event says when it stopped)
+        if (!is_none(old.rolled_from)) {
+            if (auto older = key_in(r, old.rolled_from)) {
+                const int64_t was = older->record.expires_ms;
+                if (end_grace(older->record, now)) {
+                    e.change("predecessorExpiresAt", time_or_null(was), format_time(now));
+                    m.expect(Table::kKeysByHash, older->hash, older->stored);
+                    m.put(Table::kKeysByHash, older->hash, encode_key_record(older->record));
+                }
+            }
+        }
         old.rolled_to = next.key_id;
         if (grace_seconds == 0) {
             old.status = KA_KEY_REVOKED;

@@ -15,6 +15,7 @@ using A = ka_account_record_v1;
 using A2 = ka_account_record_v2;
 using A3 = ka_account_record_v3;
 using F3 = ka_key_record_v3;
+using F4 = ka_key_record_v4;
 using T = ka_token_record_v1;
 using T2 = ka_token_record_v2;
 
@@ -131,6 +132,7 @@ KeyRecord KeyRecordView::to_owned() const {
     // A rate id that is the key's own is kept as none: the record says so.
     if (rate_id && std::memcmp(rate_id, key_id, KA_ID_LEN) != 0) copy_id(r.rate_id, rate_id);
     r.quota = quota;
+    r.quota_managed = quota_managed;
     return r;
 }
 
@@ -139,11 +141,15 @@ std::string encode_key_record(const KeyRecord &rec) {
     require(rec.prefix.size() <= KA_PREFIX_MAX_LEN, "prefix too long");
     require(rec.name.size() <= KA_NAME_MAX_LEN, "name too long");
     require(quota_ok(rec.quota, true), "key quota");
+    require(!rec.quota_managed || !rec.quota.none(), "a managed quota without a quota");
     std::string packed = pack_scopes(rec.scopes);
+    // layouts 3 and 4 share the head; 4 marks the quota managed
     const bool v3 = !rec.quota.none();
     std::string out(v3 ? KA_KEY_RECORD_V3_HEAD : KA_KEY_RECORD_V2_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(F, version), v3 ? KA_KEY_RECORD_V3 : KA_KEY_RECORD_V2);
+    store_le<uint16_t>(p + offsetof(F, version), rec.quota_managed ? KA_KEY_RECORD_V4
+                                                 : v3              ? KA_KEY_RECORD_V3
+                                                                   : KA_KEY_RECORD_V2);
     p[offsetof(F, status)] = rec.status;
     p[offsetof(F, scope_count)] = static_cast<unsigned char>(rec.scopes.size());
     store_le<uint32_t>(p + offsetof(F, requested_rpm), rec.requested_rpm);
@@ -162,6 +168,7 @@ std::string encode_key_record(const KeyRecord &rec) {
     if (v3) {
         p[offsetof(F3, quota_period)] = rec.quota.period;
         store_le<uint64_t>(p + offsetof(F3, quota_units), rec.quota.units);
+        if (rec.quota_managed) p[offsetof(F4, quota_flags)] = KA_KEY_QUOTA_MANAGED;
     }
     out += packed;
     out += rec.prefix;
@@ -176,9 +183,10 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
     }
     out.version = load_le<uint16_t>(p + offsetof(F, version));
     if (out.version != KA_KEY_RECORD_V1 && out.version != KA_KEY_RECORD_V2 &&
-        out.version != KA_KEY_RECORD_V3) {
+        out.version != KA_KEY_RECORD_V3 && out.version != KA_KEY_RECORD_V4) {
         return DecodeStatus::kUnknownVersion;
     }
+    const bool own_quota = out.version == KA_KEY_RECORD_V3 || out.version == KA_KEY_RECORD_V4;
     const size_t head = out.version == KA_KEY_RECORD_V1   ? KA_KEY_RECORD_HEAD
                         : out.version == KA_KEY_RECORD_V2 ? KA_KEY_RECORD_V2_HEAD
                                                           : KA_KEY_RECORD_V3_HEAD;
@@ -210,10 +218,12 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
         out.rolled_to = p + offsetof(F2, rolled_to);
     }
     out.quota = Quota{};
-    if (out.version == KA_KEY_RECORD_V3) {
+    out.quota_managed = out.version == KA_KEY_RECORD_V4;
+    if (own_quota) {
         out.quota = load_quota(p + offsetof(F3, quota_period), p + offsetof(F3, quota_units));
         if (out.quota.none() || !quota_ok(out.quota, true)) return DecodeStatus::kCorrupt;
     }
+    if (out.quota_managed && p[offsetof(F4, quota_flags)] != KA_KEY_QUOTA_MANAGED) return DecodeStatus::kCorrupt;
     const unsigned char *tail = p + head;
     out.scopes = view(tail, scopes_bytes);
     out.prefix = view(tail + scopes_bytes, prefix_len);

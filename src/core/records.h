@@ -49,6 +49,8 @@ struct KeyRecord {
     Id rolled_to{};
     // The key's own quota (layout 3); none: only the account's applies.
     Quota quota;
+    // Its quota was set by an operator (layout 4): the console may not lift it.
+    bool quota_managed = false;
 };
 
 inline bool is_none(const Id &id) { return id == Id{}; }
@@ -71,7 +73,8 @@ struct KeyRecordView {
     // Layout 2's chain ids; null in layout 1 (none).
     const unsigned char *rolled_from = nullptr;
     const unsigned char *rolled_to = nullptr;
-    Quota quota;  // layout 3
+    Quota quota;  // layouts 3 and 4
+    bool quota_managed = false;  // layout 4
 
     // True if any granted scope grants `required`.
     bool grants(std::string_view required) const noexcept;
