@@ -10,6 +10,8 @@
 #include "quota_json.h"
 #include "rfc3339.h"
 #include "url.h"
+#include "usage_api.h"
+#include "usage_report.h"
 #include "validation.h"
 
 namespace keyauth {
@@ -29,6 +31,8 @@ const AdminApi::Route AdminApi::kRoutes[] = {
     {"PATCH", "/v1/admin/keys/{id}", kScopeKeysWrite, &AdminApi::update_key},
     {"POST", "/v1/admin/keys/{id}/roll", kScopeKeysWrite, &AdminApi::roll_key},
     {"POST", "/v1/admin/keys/{id}/revoke", kScopeKeysWrite, &AdminApi::revoke_key},
+    {"GET", "/v1/admin/usage", kScopeUsageRead, &AdminApi::get_usage},
+    {"GET", "/v1/admin/usage/report", kScopeUsageRead, &AdminApi::get_usage_report},
     {"GET", "/v1/admin/audit", kScopeAuditRead, &AdminApi::list_audit},
     {"PUT", "/v1/admin/plans", kScopePlansWrite, &AdminApi::put_plans},
     {"PUT", "/v1/admin/fx", kScopeFxWrite, &AdminApi::put_fx},
@@ -483,6 +487,71 @@ HttpResponse AdminApi::put_fx(const Call &c) {
     char rate[kRateTextMax];
     format_rate(fx.inr_per_usd_micro, rate);
     return json_response(200, json{{"exchangeRate", rate}, {"setAt", format_time(fx.set_ms)}});
+}
+
+HttpResponse AdminApi::get_usage(const Call &c) { return admin_usage_answer(store_, usage_, c.req); }
+
+namespace {
+
+// The report's form from the Accept header: CSV unless JSON is preferred
+// (a bare list of types, no q-values needed: the first of the two named
+// wins); nullopt when neither is acceptable.
+std::optional<UsageReportText::Format> report_format(const std::string &accept) {
+    if (accept.empty()) return UsageReportText::Format::kCsv;
+    size_t best = std::string::npos;
+    std::optional<UsageReportText::Format> format;
+    auto offer = [&](const char *type, UsageReportText::Format f) {
+        const size_t at = accept.find(type);
+        if (at != std::string::npos && (best == std::string::npos || at < best)) {
+            best = at;
+            format = f;
+        }
+    };
+    offer("text/csv", UsageReportText::Format::kCsv);
+    offer("application/json", UsageReportText::Format::kJson);
+    offer("text/*", UsageReportText::Format::kCsv);
+    offer("*/*", UsageReportText::Format::kCsv);
+    return format;
+}
+
+}  // namespace
+
+HttpResponse AdminApi::get_usage_report(const Call &c) {
+    std::map<std::string, std::string> q;
+    if (auto r = query_args(c.req, {"from", "to", "by", "accountId", "keyId"}, q)) return *r;
+    for (const char *name : {"from", "to", "by"})
+        if (!q.count(name)) return invalid(name, std::string(name) + " is required");
+    UsageReportQuery query;
+    if (auto bad = read_usage_report_range(q["from"], q["to"], q["by"], "", query))
+        return invalid(bad->field, bad->message);
+    if (q.count("accountId")) {
+        Id id{};
+        if (!parse_id(kAccountIdPrefix, q["accountId"], id))
+            return invalid("accountId", "accountId must be an account id (acc_...)");
+        if (!store_.find_account(id)) return account_not_found();
+        query.account = id;
+    }
+    if (q.count("keyId")) {
+        Id id{};
+        if (!parse_id(kKeyIdPrefix, q["keyId"], id)) return invalid("keyId", "keyId must be a key id (key_...)");
+        auto found = store_.find_key(id);
+        if (!found || (query.account && found->account_id != *query.account)) return key_not_found();
+        query.key = id;
+    }
+    const auto format = report_format(c.req.accept);
+    if (!format) return json_error(406, "NOT_ACCEPTABLE", "The report is text/csv or application/json");
+
+    // the counts are gathered here, so a store or usage that cannot be read
+    // is still an error answer; the text follows a piece at a time
+    auto text = std::make_shared<UsageReportText>(store_, usage_, query, *format);
+    HttpResponse r;
+    r.content_type = *format == UsageReportText::Format::kJson ? "application/json" : "text/csv; charset=utf-8";
+    r.headers.emplace_back("Cache-Control", "no-store");
+    if (*format != UsageReportText::Format::kJson)
+        r.headers.emplace_back("Content-Disposition",
+                               "attachment; filename=\"usage-" + q["from"] + "-" + q["to"] + ".csv\"");
+    r.stream = [text](std::string &piece) { return text->next(piece); };
+    return r;
 }
 
 }  // namespace keyauth

@@ -58,6 +58,8 @@ private:
     HttpResponse update_key(const Call &c);
     HttpResponse roll_key(const Call &c);
     HttpResponse revoke_key(const Call &c);
+    HttpResponse get_usage(const Call &c);
+    HttpResponse get_usage_report(const Call &c);
     HttpResponse list_audit(const Call &c);
     HttpResponse put_plans(const Call &c);
     HttpResponse put_fx(const Call &c);

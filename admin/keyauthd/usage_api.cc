@@ -19,9 +19,9 @@ HttpResponse invalid(const std::string &field, const std::string &message) {
     return json_error(400, "VALIDATION_ERROR", message, field);
 }
 
-}  // namespace
-
-HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, const HttpRequest &req) {
+// account: the one whose usage is asked (null: all, admin only); admin:
+// ?accountId= is a known parameter.
+HttpResponse answer(Store &store, UsageSource *usage, const Id *account, const HttpRequest &req, bool admin) {
     std::vector<std::pair<std::string, std::string>> pairs;
     if (!query_params(req.query, pairs)) return invalid("query", "The query has a malformed %-escape");
     std::map<std::string, std::string> q;
@@ -30,8 +30,10 @@ HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, c
             if (value.empty()) continue;  // a stray '&' ("a=1&&b=2", "a=1&")
             return invalid("query", "A query parameter without a name");
         }
-        if (name != "granularity" && name != "from" && name != "to" && name != "keyId")
-            return invalid(name, "Unknown query parameter \"" + name + "\"; expected granularity, from, to, keyId");
+        if (name != "granularity" && name != "from" && name != "to" && name != "keyId" &&
+            !(admin && name == "accountId"))
+            return invalid(name, std::string("Unknown query parameter \"") + name +
+                                     "\"; expected granularity, from, to, keyId" + (admin ? ", accountId" : ""));
         if (!q.emplace(name, value).second) return invalid(name, name + " is given more than once");
     }
 
@@ -44,18 +46,28 @@ HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, c
     const UsageRange range = asked.range;
     const Granularity g = range.granularity;
 
+    Id asked_account{};
+    if (q.count("accountId")) {
+        if (!parse_id(kAccountIdPrefix, q["accountId"], asked_account))
+            return invalid("accountId", "accountId must be an account id (acc_...)");
+        if (!store.find_account(asked_account)) return json_error(404, "ACCOUNT_NOT_FOUND", "No such account");
+        account = &asked_account;
+    }
     std::optional<Id> key;
     if (q.count("keyId")) {
         Id id{};
         if (!parse_id(kKeyIdPrefix, q["keyId"], id)) return invalid("keyId", "keyId must be a key id (key_...)");
         // another account's key and a key that does not exist look the same
         auto found = store.find_key(id);
-        if (!found || found->account_id != account) return json_error(404, "KEY_NOT_FOUND", "No such key");
+        if (!found || (account && found->account_id != *account))
+            return json_error(404, "KEY_NOT_FOUND", "No such key");
         key = id;
+        asked_account = found->account_id;
+        account = &asked_account;
     }
 
     std::vector<BucketCounts> series = usage
-        ? usage_series(*usage, range, &account, key ? &*key : nullptr, store.now())
+        ? usage_series(*usage, range, account, key ? &*key : nullptr, store.now())
         : std::vector<BucketCounts>(range.size());
     json points = json::array();
     BucketCounts totals;
@@ -71,9 +83,20 @@ HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, c
               {"keyId", key ? json(id_to_string(kKeyIdPrefix, *key)) : json(nullptr)},
               {"series", std::move(points)},
               {"totals", counts_json(totals)}};
+    if (admin) body["accountId"] = account ? json(id_to_string(kAccountIdPrefix, *account)) : json(nullptr);
     HttpResponse r = json_response(200, body.dump());
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;
+}
+
+}  // namespace
+
+HttpResponse usage_answer(Store &store, UsageSource *usage, const Id &account, const HttpRequest &req) {
+    return answer(store, usage, &account, req, false);
+}
+
+HttpResponse admin_usage_answer(Store &store, UsageSource *usage, const HttpRequest &req) {
+    return answer(store, usage, nullptr, req, true);
 }
 
 }  // namespace keyauth

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ struct HttpRequest {
     std::string authorization;  // Authorization header value
     bool has_authorization = false;
     std::string content_type;
+    std::string accept;  // the Accept header (the usage report's CSV or JSON)
     std::string client_address;  // for the audit trail (http_server.cc says whose)
     std::string body;
 };
@@ -40,6 +42,13 @@ struct HttpResponse {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string account;         // the authenticated account id, for the access log
     std::string internal_error;  // for the daemon's log, never sent
+    // An answer too large to hold (the usage report): when set, the server
+    // sends the head (chunked), then `body`, then each piece this makes,
+    // one at a time, until it returns false. It runs on the worker thread
+    // that ran the handler, after the handler returned. A throw cuts the
+    // connection short, so the client sees a broken transfer, never a
+    // complete-looking one.
+    std::function<bool(std::string &piece)> stream;
 };
 
 // A JSON body: the value and a newline.

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <unordered_set>
 
@@ -50,6 +52,35 @@ bool repeated(const http::fields &fields, http::field name) {
     auto range = fields.equal_range(name);
     return range.first != range.second && std::next(range.first) != range.second;
 }
+
+// A streamed answer's hand-over between the worker that makes its pieces
+// and the loop that writes them: the worker waits for each write to finish
+// before making the next piece, so one piece is held at a time.
+class StreamGate {
+public:
+    // On the loop thread: the last write finished (ok), or the connection
+    // is gone (the worker stops).
+    void done(bool ok) {
+        std::lock_guard<std::mutex> lock(mu_);
+        finished_ = true;
+        failed_ = failed_ || !ok;
+        cv_.notify_one();
+    }
+    // On the worker: whether the last write succeeded. A loop that stopped
+    // running never answers: the limit frees the worker anyway.
+    bool wait(std::chrono::milliseconds limit) {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (!cv_.wait_for(lock, limit, [this] { return finished_; })) failed_ = true;
+        finished_ = false;
+        return !failed_;
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool finished_ = false;
+    bool failed_ = false;
+};
 
 }  // namespace
 
@@ -306,6 +337,7 @@ private:
             } catch (...) {
                 out = server_error(500, "INTERNAL_ERROR", "The request could not be completed");
             }
+            if (out.stream) return self->stream_answer(std::move(out));
             net::post(self->stream_.get_executor(),
                       [self, out = std::move(out)]() mutable { self->respond(std::move(out)); });
         });
@@ -339,6 +371,7 @@ private:
         in.has_authorization = auth != req.end();
         if (in.has_authorization) in.authorization = std::string(auth->value());
         in.content_type = std::string(req[http::field::content_type]);
+        in.accept = std::string(req[http::field::accept]);
         auto real_ip = req.find("X-Real-IP");
         const std::string real_ip_value = real_ip == req.end() ? std::string() : std::string(real_ip->value());
         in.client_address =
@@ -347,27 +380,23 @@ private:
         return srv_.handler(in);
     }
 
-    void respond(HttpResponse out) {
-        if (closed()) return;
+    // The head of an answer, whole or streamed: its status and fields,
+    // whether the connection closes after it, and the log line.
+    template <class Body>
+    void head(http::response<Body> &res, HttpResponse &out) {
         bool close = !keep_alive_ || srv_.stopping || close_after_ || state_ != State::kWorking;
-        res_ = {};
-        res_.version(11);
-        res_.result(static_cast<unsigned>(out.status));
+        res = {};
+        res.version(11);
+        res.result(static_cast<unsigned>(out.status));
         for (const auto &h : out.headers) {
             if (beast::iequals(h.first, "Connection") && beast::iequals(h.second, "close")) {
                 close = true;
             } else {
-                res_.set(h.first, h.second);
+                res.set(h.first, h.second);
             }
         }
-        res_.set(http::field::content_type, out.content_type);
-        res_.body() = std::move(out.body);
-        res_.keep_alive(!close);
-        res_.prepare_payload();
-        if (is_head_) {
-            // the length of what GET would send, and no body (RFC 9110 9.3.2)
-            res_.body().clear();
-        }
+        res.set(http::field::content_type, out.content_type);
+        res.keep_alive(!close);
         close_after_ = close;
         log_.status = out.status;
         if (log_.started != std::chrono::steady_clock::time_point{}) {
@@ -378,11 +407,27 @@ private:
         if (srv_.log) srv_.log(log_);
         state_ = State::kWriting;
         stream_.expires_after(srv_.limits.write_timeout);
+    }
+
+    // After the whole answer went out: the next request, or the end.
+    void answered() {
+        if (close_after_) return linger();
+        next_request();
+    }
+
+    void respond(HttpResponse out) {
+        if (closed()) return;
+        head(res_, out);
+        res_.body() = std::move(out.body);
+        res_.prepare_payload();
+        if (is_head_) {
+            // the length of what GET would send, and no body (RFC 9110 9.3.2)
+            res_.body().clear();
+        }
         auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
             if (self->closed()) return;
             if (ec) return self->close();
-            if (self->close_after_) return self->linger();
-            self->next_request();
+            self->answered();
         };
         if (is_head_) {
             serializer_.emplace(res_);
@@ -390,6 +435,82 @@ private:
         } else {
             http::async_write(stream_, res_, std::move(done));
         }
+    }
+
+    // On the worker thread that ran the handler: the head, then the first
+    // part and each piece as the producer makes it, one write at a time.
+    void stream_answer(HttpResponse out) {
+        auto self = shared_from_this();
+        auto gate = std::make_shared<StreamGate>();
+        auto make = std::move(out.stream);
+        auto piece = std::make_shared<std::string>(std::move(out.body));
+        out.body.clear();
+        // a write gets the server's write limit, and a little for the loop
+        const auto limit = srv_.limits.write_timeout + std::chrono::seconds(1);
+        net::post(stream_.get_executor(),
+                  [self, gate, out = std::move(out)]() mutable { self->write_stream_head(std::move(out), gate); });
+        if (!gate->wait(limit)) return;
+        for (;;) {
+            bool last = false;
+            if (piece->empty()) {
+                try {
+                    last = !make(*piece);
+                } catch (...) {
+                    // the status is sent: all that is left is not to end
+                    // the transfer as if it were whole
+                    net::post(stream_.get_executor(), [self] { self->close(); });
+                    return;
+                }
+            }
+            net::post(stream_.get_executor(), [self, gate, piece, last] { self->write_piece(piece, last, gate); });
+            if (!gate->wait(limit) || last) return;
+            piece = std::make_shared<std::string>();
+        }
+    }
+
+    void write_stream_head(HttpResponse out, std::shared_ptr<StreamGate> gate) {
+        if (closed()) return gate->done(false);
+        head(stream_res_, out);
+        stream_res_.chunked(true);
+        stream_serializer_.emplace(stream_res_);
+        http::async_write_header(stream_, *stream_serializer_,
+                                 [self = shared_from_this(), gate](beast::error_code ec, size_t) {
+                                     if (self->closed() || ec) {
+                                         gate->done(false);
+                                         return self->close();
+                                     }
+                                     // HEAD: the head is the whole answer
+                                     if (self->is_head_) {
+                                         gate->done(false);
+                                         return self->answered();
+                                     }
+                                     gate->done(true);
+                                 });
+    }
+
+    // A piece as one chunk (none when empty), and the last chunk after the
+    // last piece.
+    void write_piece(std::shared_ptr<std::string> piece, bool last, std::shared_ptr<StreamGate> gate) {
+        if (closed()) return gate->done(false);
+        stream_.expires_after(srv_.limits.write_timeout);
+        auto self = shared_from_this();
+        auto after = [self, last, gate](beast::error_code ec, size_t) {
+            if (self->closed() || ec) {
+                gate->done(false);
+                return self->close();
+            }
+            if (!last) return gate->done(true);
+            self->stream_.expires_after(self->srv_.limits.write_timeout);
+            net::async_write(self->stream_, http::make_chunk_last(), [self, gate](beast::error_code ec2, size_t) {
+                gate->done(!ec2 && !self->closed());
+                if (self->closed()) return;
+                if (ec2) return self->close();
+                self->answered();
+            });
+        };
+        if (piece->empty()) return after({}, 0);
+        net::async_write(stream_, http::make_chunk(net::buffer(*piece)),
+                         [piece, after = std::move(after)](beast::error_code ec, size_t n) { after(ec, n); });
     }
 
     // Half-close, then drop what the client still sends (an unread body,
@@ -434,6 +555,8 @@ private:
     std::optional<http::request_parser<http::string_body>> parser_;
     http::response<http::string_body> res_;
     std::optional<http::response_serializer<http::string_body>> serializer_;
+    http::response<http::empty_body> stream_res_;  // a streamed answer's head
+    std::optional<http::response_serializer<http::empty_body>> stream_serializer_;
     std::string remote_;
     ExchangeLog log_;
     State state_ = State::kIdle;

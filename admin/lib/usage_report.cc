@@ -1,57 +1,143 @@
 #include "usage_report.h"
 
-#include <map>
-
+#include "rfc3339.h"
 #include "store_error.h"
 #include "usage_series.h"
 
 namespace keyauth {
 
-std::vector<UsageReportRow> usage_report(Store &store, UsageSource *source, const UsageReportQuery &q) {
+std::optional<UsageReportArgError> read_usage_report_range(const std::string &from, const std::string &to,
+                                                           const std::string &by, const char *flag,
+                                                           UsageReportQuery &q) {
+    const std::string f(flag);
+    auto day = [&](const std::string &name, const std::string &v, uint32_t &out) -> std::optional<UsageReportArgError> {
+        // a date as `to` includes that whole day, as GET /v1/usage reads it
+        std::optional<int64_t> ms;
+        if (is_usage_date(v)) ms = name == "to" ? parse_usage_to(v) : parse_usage_instant(v);
+        if (!ms) return UsageReportArgError{name, f + name + " must be a date, YYYY-MM-DD"};
+        out = period_of(Granularity::kDay, *ms);
+        return std::nullopt;
+    };
+    if (auto bad = day("from", from, q.from_day)) return bad;
+    if (auto bad = day("to", to, q.to_day)) return bad;
+    if (q.to_day <= q.from_day) return UsageReportArgError{"to", f + "to is before " + f + "from"};
+    if (q.to_day - q.from_day > kDefaultDayBucketsKept)
+        return UsageReportArgError{"to", "at most 400 days from " + f + "from to " + f + "to"};
+    if (by != "day" && by != "month") return UsageReportArgError{"by", f + "by must be day or month"};
+    q.by_month = by == "month";
+    return std::nullopt;
+}
+
+UsageReportRows::UsageReportRows(Store &store, UsageSource *source, const UsageReportQuery &q)
+    : store_(store), key_(q.key) {
     std::optional<Id> account = q.account;
-    std::string key_name;
     if (q.key) {
         auto found = store.find_key(*q.key);
         if (!found || (account && found->account_id != *account))
             throw StoreError(StoreError::Kind::kNotFound, "key", "no key " + id_to_string(kKeyIdPrefix, *q.key));
         account = found->account_id;
-        key_name = found->name;
+        key_name_ = found->name;
     }
     if (account && !store.find_account(*account))
         throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, *account));
 
-    // day by day, per account (or the one key): every account with any use
-    // in the range, and the one asked for even without
+    // each day of the range to its billing period (a day, or its month)
     const UsageRange range{Granularity::kDay, q.from_day, q.to_day};
-    std::map<Id, std::vector<BucketCounts>> days;
-    if (account) days[*account].resize(range.size());
+    BillingPeriods periods = billing_periods(range.from, range.to, q.by_month);
+    labels_ = std::move(periods.labels);
+
+    // per account (or the one key): every account with any use in the
+    // range, and the one asked for even without
+    if (account) counts_[*account].resize(labels_.size());
     if (source != nullptr) {
         kept_buckets(*source, range, account ? &*account : nullptr, q.key ? &*q.key : nullptr, store.now(),
                      [&](const BucketRow &row) {
-                         auto &series = days[row.account];
-                         series.resize(range.size());
-                         series[row.period - range.from].add(row.counts);
+                         auto &counts = counts_[row.account];
+                         counts.resize(labels_.size());
+                         counts[periods.of_day[row.period - range.from]].add(row.counts);
                      });
     }
+    at_ = counts_.begin();
+}
 
-    std::vector<UsageReportRow> rows;
-    for (const auto &[acc, series] : days) {
-        auto on_plan = store.find_account_on_plan(acc);
+bool UsageReportRows::next(std::vector<UsageReportRow> &out, size_t max) {
+    out.clear();
+    for (; at_ != counts_.end() && out.size() < max; ++at_) {
+        const auto &[acc, periods] = *at_;
+        auto on_plan = store_.find_account_on_plan(acc);
         UsageReportRow base;
         base.account = acc;
         base.account_name = on_plan ? on_plan->account.record.name : "";
         base.plan_id = on_plan && on_plan->plan ? on_plan->plan->id : "";
         base.plan_name = on_plan && on_plan->plan ? on_plan->plan->name : "";
-        base.key = q.key;
-        base.key_name = key_name;
-        for (auto &[label, counts] : usage_periods(range.from, series, q.by_month)) {
+        base.key = key_;
+        base.key_name = key_name_;
+        for (size_t i = 0; i < periods.size(); i++) {
             UsageReportRow row = base;
-            row.period = std::move(label);
-            row.counts = counts;
-            rows.push_back(std::move(row));
+            row.period = labels_[i];
+            row.counts = periods[i];
+            out.push_back(std::move(row));
         }
     }
-    return rows;
+    return !out.empty();
+}
+
+std::vector<UsageReportRow> usage_report(Store &store, UsageSource *source, const UsageReportQuery &q) {
+    UsageReportRows rows(store, source, q);
+    std::vector<UsageReportRow> all, some;
+    while (rows.next(some, 1024)) all.insert(all.end(), some.begin(), some.end());
+    return all;
+}
+
+namespace {
+
+// A piece is sent once it holds this much.
+constexpr size_t kPieceBytes = 64 * 1024;
+
+// "2026-11-20" of a day number.
+std::string day_label(uint32_t day) {
+    return format_time(period_start_ms(Granularity::kDay, day)).substr(0, 10);
+}
+
+}  // namespace
+
+UsageReportText::UsageReportText(Store &store, UsageSource *source, const UsageReportQuery &q, Format format)
+    : rows_(store, source, q), q_(q), format_(format) {}
+
+bool UsageReportText::next(std::string &out) {
+    out.clear();
+    if (done_) return false;
+    if (!started_) {
+        started_ = true;
+        if (format_ == Format::kJson) {
+            nlohmann::json head{{"from", day_label(q_.from_day)},
+                                {"to", day_label(q_.to_day - 1)},
+                                {"by", q_.by_month ? "month" : "day"}};
+            out = head.dump();
+            out.back() = ',';  // the object goes on with its rows
+            out += "\"rows\":[";
+        } else {
+            if (format_ == Format::kCsvWithBom) out = kUtf8Bom;
+            out += usage_report_csv_header(q_.key.has_value());
+        }
+    }
+    while (out.size() < kPieceBytes) {
+        if (!rows_.next(batch_, 256)) {
+            if (format_ == Format::kJson) out += "]}\n";
+            done_ = true;
+            break;
+        }
+        for (const auto &r : batch_) {
+            if (format_ != Format::kJson) {
+                out += usage_report_csv_row(r);
+                continue;
+            }
+            if (!first_row_) out += ',';
+            first_row_ = false;
+            out += usage_report_json_row(r).dump();
+        }
+    }
+    return true;
 }
 
 std::string usage_report_csv_header(bool per_key) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,19 @@ struct UsageReportQuery {
     std::optional<Id> key;      // one key (of `account`, when given)
 };
 
+// The range and periods of a report as keyauthctl's --from --to --by and
+// the admin API's ?from=&to=&by= give them: dates (YYYY-MM-DD, `to`
+// included), at most 400 days, by "day" or "month". Fills q's from_day,
+// to_day and by_month; else what is wrong, the names written with `flag`
+// before them ("--" for the CLI).
+struct UsageReportArgError {
+    std::string field;
+    std::string message;
+};
+std::optional<UsageReportArgError> read_usage_report_range(const std::string &from, const std::string &to,
+                                                           const std::string &by, const char *flag,
+                                                           UsageReportQuery &q);
+
 struct UsageReportRow {
     std::string period;  // "2026-11-20" or "2026-11"
     Id account{};
@@ -39,7 +53,54 @@ struct UsageReportRow {
 // use in the range, and the one asked for even without. An unknown account
 // or key, or a key of another account than the one asked for, throws
 // StoreError kNotFound. No source: zeros.
+//
+// A piece at a time: the counts are gathered first, one BucketCounts per
+// account with use and billing period (a month of 100,000 accounts by
+// month: about 3 MiB; never text), then next() makes the rows in order,
+// reading each account's name and plan as its rows are made.
+class UsageReportRows {
+public:
+    // Throws StoreError (see above), and kUnavailable when the usage cannot
+    // be read.
+    UsageReportRows(Store &store, UsageSource *source, const UsageReportQuery &q);
+    // The rows of the next accounts, at least `max` rows unless none are
+    // left (an account's periods stay together), into `out` (cleared
+    // first); false when there were none left.
+    bool next(std::vector<UsageReportRow> &out, size_t max);
+
+private:
+    Store &store_;
+    std::optional<Id> key_;
+    std::string key_name_;
+    std::vector<std::string> labels_;  // the billing periods, in order
+    std::map<Id, std::vector<BucketCounts>> counts_;  // per account: one per label
+    std::map<Id, std::vector<BucketCounts>>::const_iterator at_;
+};
+
+// Every row at once (tests, small reports).
 std::vector<UsageReportRow> usage_report(Store &store, UsageSource *source, const UsageReportQuery &q);
+
+// The report as keyauthctl usage report prints it and GET
+// /v1/admin/usage/report sends it, about 64 KiB a piece: CSV (with the
+// UTF-8 byte order mark first when asked) or JSON
+// ({"from","to","by","rows":[...]}, from and to the first and last day).
+// The same query gives the same bytes to both.
+class UsageReportText {
+public:
+    enum class Format { kCsv, kCsvWithBom, kJson };
+    // Throws as UsageReportRows does.
+    UsageReportText(Store &store, UsageSource *source, const UsageReportQuery &q, Format format);
+    // The next piece into `out` (cleared first); false after the last.
+    // Throws StoreError when a stored record cannot be read.
+    bool next(std::string &out);
+
+private:
+    UsageReportRows rows_;
+    UsageReportQuery q_;
+    Format format_;
+    bool started_ = false, done_ = false, first_row_ = true;
+    std::vector<UsageReportRow> batch_;
+};
 
 // The UTF-8 byte order mark: Excel on Windows reads a CSV without it in the
 // system's code page, and shows every non-ASCII name garbled.

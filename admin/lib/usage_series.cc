@@ -127,15 +127,14 @@ nlohmann::json counts_json(const BucketCounts &c) {
             {"units", c.units}};
 }
 
-std::vector<UsagePeriod> usage_periods(uint32_t from_day, const std::vector<BucketCounts> &days, bool by_month) {
-    std::vector<UsagePeriod> periods;
-    for (size_t i = 0; i < days.size(); i++) {
-        const int64_t ms = period_start_ms(Granularity::kDay, from_day + static_cast<uint32_t>(i));
-        std::string label = format_time(ms).substr(0, by_month ? 7 : 10);
-        if (periods.empty() || periods.back().label != label) periods.push_back({std::move(label), {}});
-        periods.back().counts.add(days[i]);
+BillingPeriods billing_periods(uint32_t from_day, uint32_t to_day, bool by_month) {
+    BillingPeriods p;
+    for (uint32_t day = from_day; day < to_day; day++) {
+        std::string label = format_time(period_start_ms(Granularity::kDay, day)).substr(0, by_month ? 7 : 10);
+        if (p.labels.empty() || p.labels.back() != label) p.labels.push_back(std::move(label));
+        p.of_day.push_back(static_cast<uint32_t>(p.labels.size() - 1));
     }
-    return periods;
+    return p;
 }
 
 std::string csv_field(std::string_view value, bool text) {

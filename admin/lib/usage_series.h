@@ -85,18 +85,15 @@ std::vector<BucketCounts> usage_series(UsageSource &source, const UsageRange &ra
 // {"allowed","rateLimited","quotaExceeded","units"}
 nlohmann::json counts_json(const BucketCounts &c);
 
-// A billing period of keyauthctl usage report: a UTC day ("2026-11-20") or
-// a calendar month ("2026-11"), and what its days counted.
-struct UsagePeriod {
-    std::string label;
-    BucketCounts counts;
+// The billing periods of keyauthctl usage report over days [from_day,
+// to_day): a UTC day ("2026-11-20") or a calendar month ("2026-11") each,
+// in order (a month's days within the range only: a range from the 15th
+// has a first month of the 15th on), and the period each day falls in.
+struct BillingPeriods {
+    std::vector<std::string> labels;
+    std::vector<uint32_t> of_day;  // of_day[i]: the label of day from_day + i
 };
-
-// The days' counts (days[i] is day from_day + i) grouped into the periods
-// they fall in, in order: a period a day, or a period a calendar month (its
-// days within the range only: a range from the 15th has a first month of
-// the 15th on).
-std::vector<UsagePeriod> usage_periods(uint32_t from_day, const std::vector<BucketCounts> &days, bool by_month);
+BillingPeriods billing_periods(uint32_t from_day, uint32_t to_day, bool by_month);
 
 // One CSV field as RFC 4180 writes it: quoted when it holds a comma, a
 // double quote, CR or LF, its quotes doubled. `text`: a value that a

@@ -472,8 +472,8 @@ sub admin_client {
     my ($self, $token) = @_;
     my $codec = JSON::PP->new->utf8->canonical;
     return sub {
-        my ($method, $path, $body) = @_;
-        my @h = defined $token ? ("Authorization: Bearer $token") : ();
+        my ($method, $path, $body, @extra) = @_;
+        my @h = ((defined $token ? ("Authorization: Bearer $token") : ()), @extra);
         if (defined $body) {
             my $text = ref $body ? $codec->encode($body) : $body;
             push @h, 'Content-Type: application/json', \$text;
@@ -810,7 +810,23 @@ sub raw_request {
         my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
         push @{ $h{lc $k} }, $v;
     }
+    $resp_body = dechunk($resp_body) if ($h{'transfer-encoding'} // [''])->[0] =~ /chunked/i;
     return { status => $status // 0, headers => \%h, body => $resp_body // '', raw => $raw };
+}
+
+# A chunked body (RFC 9112 7.1) as its bytes; undef when it is cut short
+# (no last chunk), so a broken transfer never passes for a whole one.
+sub dechunk {
+    my $rest = shift // '';
+    my $body = '';
+    while ($rest =~ s/\A([0-9A-Fa-f]+)[^\r\n]*\r\n//) {
+        my $n = hex $1;
+        return $body if $n == 0;
+        return undef if length $rest < $n + 2;
+        $body .= substr($rest, 0, $n);
+        $rest = substr($rest, $n + 2);
+    }
+    return undef;
 }
 
 sub header {
