@@ -435,6 +435,29 @@ TEST_P(AdminApiTest, ExchangeRateAndCatalog) {
     HttpResponse plans = as_all("PUT", "/v1/admin/plans", catalog);
     ASSERT_EQ(plans.status, 200) << plans.body;
     EXPECT_EQ(parsed(plans)["plans"].size(), 2u);
+
+    // a catalog that drops a plan in use: 409 naming it, nothing changed,
+    // unless ?retire= moves its accounts in the same write
+    const std::string acc = new_account();
+    ASSERT_EQ(as_all("PUT", "/v1/admin/accounts/" + acc + "/plan", R"({"planId":"basic-1k"})").status, 200);
+    const std::string without = R"({"plans":[{"id":"pro-10k","name":"Pro","priceInr":4999,"features":["b"],
+        "popular":true,"sortOrder":2}]})";
+    HttpResponse in_use = as_all("PUT", "/v1/admin/plans", without);
+    EXPECT_EQ(in_use.status, 409) << in_use.body;
+    EXPECT_EQ(code(in_use), "PLAN_IN_USE");
+    EXPECT_NE(in_use.body.find("basic-1k"), std::string::npos) << in_use.body;
+    EXPECT_EQ(store.list_plans().size(), 2u) << "nothing imported";
+    EXPECT_EQ(field(as_all("PUT", "/v1/admin/plans", without, "retire=basic-1k")), "retire");
+    EXPECT_EQ(field(as_all("PUT", "/v1/admin/plans", without, "retire=basic-1k=pro-10k&retire=basic-1k=pro-10k")),
+              "retire");
+    EXPECT_EQ(field(as_all("PUT", "/v1/admin/plans", without, "retiring=basic-1k=pro-10k")), "retiring");
+    EXPECT_EQ(as_all("PUT", "/v1/admin/plans", without, "retire=basic-1k=no-such").status, 400)
+        << "a retirement to a plan the catalog lacks";
+    HttpResponse moved = as_all("PUT", "/v1/admin/plans", without, "retire=basic-1k=pro-10k");
+    ASSERT_EQ(moved.status, 200) << moved.body;
+    EXPECT_EQ(parsed(moved)["moved"], json::parse(R"([{"from":"basic-1k","to":"pro-10k","accounts":1}])"));
+    EXPECT_EQ(parsed(moved)["removed"], 1);
+    EXPECT_EQ(parsed(as_all("GET", "/v1/admin/accounts/" + acc))["planId"], "pro-10k");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AdminApiTest, keyauth::testing::kBothBackends, keyauth::testing::backend_name);

@@ -22,11 +22,8 @@ namespace {
 keyauth::PlanRetirements retirements_of(const Args &a) {
     keyauth::PlanRetirements out;
     for (const std::string &r : a.all("retire")) {
-        const size_t eq = r.find('=');
-        if (eq == 0 || eq == std::string::npos || eq + 1 == r.size() || r.find('=', eq + 1) != std::string::npos)
-            throw UsageError("--retire \"" + shown(r) + "\": must be OLD=NEW, two plan ids");
-        if (!out.emplace(r.substr(0, eq), r.substr(eq + 1)).second)
-            throw UsageError("--retire names plan \"" + shown(r.substr(0, eq)) + "\" twice");
+        std::string error;
+        if (!keyauth::add_retirement(r, out, error)) throw UsageError("--retire \"" + shown(r) + "\": " + error);
     }
     return out;
 }

@@ -462,16 +462,27 @@ HttpResponse AdminApi::list_audit(const Call &c) {
 }
 
 HttpResponse AdminApi::put_plans(const Call &c) {
+    // ?retire=OLD=NEW, as often as plans are retired: keyauthctl's --retire
+    std::vector<std::pair<std::string, std::string>> pairs;
+    if (!query_params(c.req.query, pairs)) return invalid("query", "The query string cannot be decoded");
+    PlanRetirements retire;
+    for (const auto &[name, value] : pairs) {
+        if (name != "retire") return invalid(name, "Unknown query parameter \"" + name + "\"; expected retire");
+        std::string error;
+        if (!add_retirement(value, retire, error)) return invalid("retire", error);
+    }
     HttpResponse refused;
     std::optional<json> parsed = object_body(c.req, refused);
     if (!parsed) return refused;
     // the catalog file's JSON, as keyauthctl plans import reads it
     std::vector<PlanRecord> plans = parse_catalog(c.req.body);
     validate_catalog(plans);
-    store_.import_plans(plans, c.actor);
+    const CatalogImport done = store_.import_plans(plans, c.actor, retire);
     json arr = json::array();
     for (const auto &p : store_.list_plans()) arr.push_back(plan_to_json(p));
-    return json_response(200, json{{"plans", arr}});
+    json moved = json::array();
+    for (const auto &[from, count] : done.moved) moved.push_back({{"from", from}, {"to", retire.at(from)}, {"accounts", count}});
+    return json_response(200, json{{"plans", arr}, {"removed", done.removed}, {"moved", moved}});
 }
 
 HttpResponse AdminApi::put_fx(const Call &c) {

@@ -135,4 +135,18 @@ json entitlements_to_json(const PlanRecord &plan) {
     return e;
 }
 
+bool add_retirement(std::string_view text, std::map<std::string, std::string> &retire, std::string &error) {
+    const size_t eq = text.find('=');
+    if (eq == 0 || eq == std::string_view::npos || eq + 1 == text.size() ||
+        text.find('=', eq + 1) != std::string_view::npos) {
+        error = "a retirement must be OLD=NEW, two plan ids";
+        return false;
+    }
+    if (!retire.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))).second) {
+        error = "a plan is retired twice";
+        return false;
+    }
+    return true;
+}
+
 }  // namespace keyauth

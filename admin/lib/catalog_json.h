@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +26,13 @@ std::vector<PlanRecord> parse_catalog(std::string_view text);
 // if nothing). Never what GET /api/plans answers: that is SPEC's fields
 // only, rendered at the edge (src/core/catalog.cc).
 nlohmann::json plan_to_json(const PlanRecord &plan);
+
+// One retirement of an import, "OLD=NEW" (keyauthctl plans import --retire,
+// PUT /v1/admin/plans?retire=): the accounts of plan OLD, which the new
+// catalog drops, move to its plan NEW. Into `retire` (the store's
+// PlanRetirements); false with what is wrong in `error`, which never
+// repeats the text (a secret pasted by mistake stays out of messages).
+bool add_retirement(std::string_view text, std::map<std::string, std::string> &retire, std::string &error);
 nlohmann::json entitlements_to_json(const PlanRecord &plan);
 
 }  // namespace keyauth
