@@ -3,12 +3,14 @@
 # rate), starts keyauthd and nginx in the foreground and prints what to curl.
 # Ctrl-C stops both. Running it again reuses var/.
 #
-# Environment: KEYAUTH_PORT (8080), KEYAUTHD_PORT (8081), KEYAUTH_VAR (var).
+# Environment: KEYAUTH_PORT (8080), KEYAUTHD_PORT (8081), KEYAUTHD_ADMIN_PORT
+# (8082), KEYAUTH_VAR (var).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PORT=${KEYAUTH_PORT:-8080}
 KEYAUTHD_PORT=${KEYAUTHD_PORT:-8081}
+ADMIN_PORT=${KEYAUTHD_ADMIN_PORT:-8082}
 VAR=$(mkdir -p "${KEYAUTH_VAR:-$ROOT/var}" && cd "${KEYAUTH_VAR:-$ROOT/var}" && pwd)
 DB=$VAR/db
 # the usage store the workers write (keyauth_usage_db): keyauthd and
@@ -25,6 +27,13 @@ if [ ! -s "$VAR/console-token" ]; then
     made=$("${CTL[@]}" --json account create --name "Demo account" --entitlement 120)
     token=$(printf '%s' "$made" | sed -n 's/.*"consoleToken": *"\([^"]*\)".*/\1/p')
     (umask 077 && printf '%s\n' "$token" > "$VAR/console-token")
+fi
+# the admin API's token for the business's own services (one with every
+# scope for the demo; give each real service only the scopes it needs)
+if [ ! -s "$VAR/admin-token" ]; then
+    made=$("${CTL[@]}" --json admin-token create --name demo --scope '*')
+    token=$(printf '%s' "$made" | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
+    (umask 077 && printf '%s\n' "$token" > "$VAR/admin-token")
 fi
 
 # Workers run as www-data when it can use the store (read data.mdb, write
@@ -59,9 +68,10 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-# nginx reaches keyauthd from 127.0.0.1: its X-Real-IP names the client in the audit trail
+# nginx reaches keyauthd from 127.0.0.1: its X-Real-IP names the client in the audit trail;
+# the admin API has its own listener, which nginx never proxies
 "$ROOT/build/keyauthd" --db "$DB" --usage-db "$USAGE_DB" --listen "127.0.0.1:$KEYAUTHD_PORT" --trusted-proxy 127.0.0.1 \
-    2>>"$VAR/logs/keyauthd.log" &
+    --admin-listen "127.0.0.1:$ADMIN_PORT" 2>>"$VAR/logs/keyauthd.log" &
 pids+=($!)
 nginx -p "$VAR" -c "$VAR/nginx.conf" -e "$VAR/logs/error.log" -g 'daemon off;' &
 pids+=($!)
@@ -73,7 +83,8 @@ done
 
 cat <<MSG
 
-keyauth demo: nginx on http://127.0.0.1:$PORT, keyauthd on 127.0.0.1:$KEYAUTHD_PORT, data in $VAR
+keyauth demo: nginx on http://127.0.0.1:$PORT, keyauthd on 127.0.0.1:$KEYAUTHD_PORT
+(admin API on 127.0.0.1:$ADMIN_PORT), data in $VAR
 Logs: $VAR/logs/. Ctrl-C stops both. Try (the README walks through each step):
 
   export TOKEN=\$(cat $VAR/console-token)
@@ -86,6 +97,15 @@ Logs: $VAR/logs/. Ctrl-C stops both. Try (the README walks through each step):
 
 Or open the developer console page, http://127.0.0.1:$PORT/console/, and sign in
 with the console token (cat $VAR/console-token).
+
+Your own services drive keyauth through the admin API (docs/admin-api.md):
+
+  export ADMIN=\$(cat $VAR/admin-token)
+  curl -s -X POST http://127.0.0.1:$ADMIN_PORT/v1/admin/accounts -H "Authorization: Bearer \$ADMIN" \\
+       -H 'Content-Type: application/json' \\
+       -d '{"name":"Acme","externalId":"cus_42","planId":"starter-500"}'
+  curl -s "http://127.0.0.1:$ADMIN_PORT/v1/admin/usage/report?from=\$(date -u +%Y-%m-01)&to=\$(date -u +%F)&by=month" \\
+       -H "Authorization: Bearer \$ADMIN"
 
 MSG
 

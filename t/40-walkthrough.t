@@ -20,6 +20,7 @@ my ($block) = $readme =~ /<!-- walkthrough:[^\n]*-->\n```sh\n(.*?)```/s
 my $dir = tempdir('keyauth-walk-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{KEYAUTH_KEEP});
 my $port = KeyauthTest::free_port();
 my $kport = KeyauthTest::free_port();
+my $aport = KeyauthTest::free_port();
 
 # make run, exactly, with its documented environment overrides.
 my $pid = fork // die;
@@ -30,6 +31,7 @@ if ($pid == 0) {
     chdir $root or die;
     $ENV{KEYAUTH_PORT} = $port;
     $ENV{KEYAUTHD_PORT} = $kport;
+    $ENV{KEYAUTHD_ADMIN_PORT} = $aport;
     $ENV{KEYAUTH_VAR} = "$dir/var";
     exec 'make', '--no-print-directory', 'run' or die "exec make: $!";
 }
@@ -55,6 +57,7 @@ my @expect;
 for my $i (0 .. $#commands) {
     my $cmd = $commands[$i];
     $cmd =~ s{127\.0\.0\.1:8080}{127.0.0.1:$port}g;
+    $cmd =~ s{127\.0\.0\.1:8082}{127.0.0.1:$aport}g;
     $cmd =~ s{\bvar/}{$dir/var/}g;
     push @expect, $cmd =~ /#=>\s*([\d ]+?)\s*$/ ? $1 : undef;
     $script .= "echo '\@\@STEP $i\@\@'\n$cmd\n";
