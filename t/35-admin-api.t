@@ -86,6 +86,29 @@ subtest 'the admin API lives on its own listener only' => sub {
         'an admin token is no console token';
 };
 
+subtest "the admin listener has the console's limits, each answered in the JSON error layout" => sub {
+    my $big = 'x' x (65 * 1024);
+    my $r = KeyauthTest::http_request($t->admin_port, POST => '/v1/admin/accounts', "Authorization: Bearer $ops->{token}",
+                                      'Content-Type: application/json', \$big);
+    is $r->{status}, 413, 'a body over 64 KiB: 413';
+    is eval { decode_json($r->{body})->{error}{code} }, 'PAYLOAD_TOO_LARGE', '... as JSON';
+    $r = KeyauthTest::http_request($t->admin_port, GET => '/v1/admin/accounts', "Authorization: Bearer $ops->{token}",
+                                   map { "X-Filler-$_: " . ('y' x 200) } 1 .. 120);
+    is $r->{status}, 431, 'too many header fields: 431';
+    is eval { decode_json($r->{body})->{error}{code} } // '', 'HEADERS_TOO_LARGE', '... as JSON';
+    $r = KeyauthTest::raw_request($t->admin_port, "NOT-HTTP\r\n\r\n");
+    is $r->{status}, 400, 'a malformed request: 400';
+    ok eval { decode_json($r->{body})->{error}{code} }, '... as JSON';
+    # a client that sends half a head and stops is cut off (408), costing no worker meanwhile
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->admin_port) or die $!;
+    print $s "GET /v1/admin/accounts HTTP/1.1\r\nHost: x\r\n";
+    my $answer = $admin->(GET => '/v1/admin/accounts?limit=1');
+    is $answer->{status}, 200, 'other callers are answered meanwhile';
+    local $/;
+    my $late = <$s> // '';
+    like $late, qr{^HTTP/1\.1 408 }, 'the slow head is 408 after the head timeout';
+};
+
 subtest 'signup, then the payment flow: the plan applies at the edge at once, a retry records nothing' => sub {
     my $made = $admin->(POST => '/v1/admin/accounts', { name => 'Acme', externalId => 'cus_42', rateLimitPerMinute => 600 });
     is $made->{status}, 201, 'the signup service creates the account';
