@@ -160,6 +160,35 @@ TEST(QuotaUsage, TheLedgerIsReadOnceItExistsAndMissingIsNothingUsed) {
     EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now + 40LL * 86'400'000), 0u);
 }
 
+TEST(QuotaUsage, ALedgerMadeAnewIsReadAndARemovedOneKeepsItsCounts) {
+    TempDir dir;
+    const std::string path = dir.sub("quota.ledger");
+    auto source = make_ledger_quota_usage(path);
+    Id id{};
+    id[0] = 9;
+    const int64_t now = 1'800'000'000'000;
+    const uint16_t tag = quota_period_tag(KA_QUOTA_MONTH, now);
+    auto charged = [&](const std::string &file, uint64_t units) {
+        std::string err;
+        auto ledger = QuotaLedger::open(file, /*writable=*/true, err, 1024);
+        EXPECT_TRUE(ledger) << err;
+        QuotaRef ref;
+        uint64_t after = 0;
+        EXPECT_TRUE(ledger->find(QuotaSubject::kKey, id.data(), tag, now, ref));
+        EXPECT_EQ(ledger->charge(QuotaSubject::kKey, id.data(), ref, tag, units, 100, true, now, &after),
+                  QuotaLedger::Charge::kCharged);
+    };
+    charged(path, 5);
+    EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now), 5u);
+    // removed while the edge's workers still count in it: what was read stays
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now), 5u);
+    // another file there (the edge made it anew, a restore): read from it
+    charged(dir.sub("other.ledger"), 7);
+    ASSERT_EQ(::rename(dir.sub("other.ledger").c_str(), path.c_str()), 0);
+    EXPECT_EQ(source->used(QuotaSubject::kKey, id, KA_QUOTA_MONTH, now), 7u);
+}
+
 TEST_P(PlansQuotaTest, SetPlanGivesThePlansValuesAndAnUnknownPlanWritesNothing) {
     const Id id = alice.account.id;
     // an account made with an entitlement keeps it as its own; the rest follows a plan

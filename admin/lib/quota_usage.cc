@@ -1,6 +1,9 @@
 #include "quota_usage.h"
 
+#include <sys/stat.h>
+
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "etcd_prefix_reader.h"
@@ -16,24 +19,34 @@ public:
     explicit LedgerQuotaUsage(std::string path) : path_(std::move(path)) {}
 
     uint64_t used(QuotaSubject subject, const Id &id, uint8_t period, int64_t now_ms) override {
-        QuotaLedger *ledger = open();
+        std::shared_ptr<QuotaLedger> ledger = open();
         return ledger ? ledger->used(subject, id.data(), quota_period_tag(period, now_ms)) : 0;
     }
 
 private:
-    // Opened once it exists: before the edge made it, nothing was used.
-    QuotaLedger *open() {
+    // Opened once it exists: before the edge made it, nothing was used. A
+    // file made anew there (nginx started on a new usage dir, a restore) is
+    // opened in its place: the console shows what the edge counts now. One
+    // removed keeps being read: nginx's workers still count in it until
+    // they restart.
+    std::shared_ptr<QuotaLedger> open() {
         std::lock_guard<std::mutex> lock(mu_);
+        struct stat st;
+        if (::stat(path_.c_str(), &st) != 0) return ledger_;
+        const std::pair<dev_t, ino_t> file{st.st_dev, st.st_ino};
+        if (ledger_ && file != file_) ledger_.reset();
         if (!ledger_) {
             std::string err;
             ledger_ = QuotaLedger::open(path_, /*writable=*/false, err);
+            file_ = file;
         }
-        return ledger_.get();
+        return ledger_;
     }
 
     std::string path_;
     std::mutex mu_;
-    std::unique_ptr<QuotaLedger> ledger_;
+    std::shared_ptr<QuotaLedger> ledger_;  // shared: a reader keeps it while another reopens
+    std::pair<dev_t, ino_t> file_{};
 };
 
 // Many edges: every edge's keyauth-syncd keeps its own use of the subject
