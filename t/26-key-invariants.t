@@ -72,7 +72,7 @@ sub run_mode {
         is $edge->($first->{json}{secret}), 401, 'the expired key stays refused at the edge';
         is $edge->($second->{json}{secret}), 200, 'the other works';
         my $third = $api->(POST => '/v1/keys', { name => 'third', scopes => ['ip:read'], rateLimitPerMinute => 600 });
-        like $third->{body}, qr/has 1 active keys, its limit is 1/, 'the account still has one active key';
+        like $third->{body}, qr/has 1 active key, its limit is 1/, 'the account still has one active key';
         $t->{invariants_second} = $second->{json};
     };
 

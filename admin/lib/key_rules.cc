@@ -37,7 +37,8 @@ void for_each_live_key(RecordReader &r, const Id &account, Visit &&visit) {
 }
 
 std::string limit_message(size_t active, uint32_t max_keys) {
-    return "the account has " + std::to_string(active) + " active keys, its limit is " + std::to_string(max_keys);
+    return "the account has " + std::to_string(active) + (active == 1 ? " active key" : " active keys") +
+           ", its limit is " + std::to_string(max_keys);
 }
 
 Id chain_of(const KeyRecordView &key) {
