@@ -38,21 +38,29 @@ $t->ctl('plans', 'import', "$root/lmdb_schema/plans.json");
 $t->ctl('fx', 'set', '83.50');
 
 my @seen;
-sub ask {
-    my ($method, $path, @h) = @_;
-    my $res = $t->request($method, $path, @h);
+# One exchange with the server on $port, recorded for the validator.
+sub exchange {
+    my ($port, $method, $path, @h) = @_;
+    my $res = http_request($port, $method, $path, @h);
     my %headers = map { $_ => $res->{headers}{$_}[0] } keys %{ $res->{headers} };
     push @seen, { method => $method, path => $path, status => $res->{status} + 0,
                   headers => \%headers, body => $res->{body} };
     return $res;
 }
+sub ask { exchange($t->port, @_) }
+sub bearer { "Authorization: Bearer $_[0]" }
+# The headers of a call as $as (undef: no Authorization) with $body (undef:
+# none; a reference is sent as JSON, a string as it is).
+sub call_headers {
+    my ($as, $body, @extra) = @_;
+    my @h = ((defined $as ? bearer($as) : ()), @extra);
+    push @h, 'Content-Type: application/json', \(ref $body ? encode_json($body) : $body) if defined $body;
+    return @h;
+}
 sub console {
     my ($method, $path, $body, @extra) = @_;
-    my @h = ("Authorization: Bearer $token", @extra);
-    push @h, 'Content-Type: application/json', \(ref $body ? encode_json($body) : $body) if defined $body;
-    return ask($method, $path, @h);
+    return ask($method, $path, call_headers($token, $body, @extra));
 }
-sub bearer { "Authorization: Bearer $_[0]" }
 
 # tools
 ask(GET => '/v1/ip/2001:db8::1', bearer($key->{secret}));
