@@ -1,8 +1,9 @@
 # docs/openapi.yaml cannot drift from the code: it passes Redocly's lint,
-# and real answers of the running stack (nginx with the module, keyauthd)
-# for every operation, its success and the errors it can be made to give,
-# are validated against it by tools/openapi/validate.mjs (Ajv, JSON Schema
-# 2020-12). The validator is first shown to fail on answers that break the
+# and real answers of the running stack (nginx with the module, keyauthd,
+# and keyauthd's admin listener for the admin API) for every operation, its
+# success and the errors it can be made to give, are validated against it by
+# tools/openapi/validate.mjs (Ajv, JSON Schema 2020-12; the usage report's
+# CSV too). The validator is first shown to fail on answers that break the
 # description, so a green run means something.
 use strict;
 use warnings;
@@ -10,6 +11,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP qw(decode_json encode_json);
+use POSIX qw(strftime);
 use KeyauthTest qw(http_request wait_until);
 
 my $root = KeyauthTest::root();
@@ -28,7 +30,10 @@ my $token = $acc->{consoleToken};
 my $key = $t->key(account => $acc->{id}, rate => 600);
 my $slow = $t->key(account => $acc->{id}, rate => 1);
 my $other = $t->key(account => $acc->{id}, scopes => ['tools:run']);
-$t->start_keyauthd;
+# the admin API's callers: every scope, and a scope no route of today needs
+my $admin_token = $t->ctl('admin-token', 'create', '--name', 'spec', '--scope', '*')->{token};
+my $narrow = $t->ctl('admin-token', 'create', '--name', 'narrow', '--scope', 'webhooks:write')->{token};
+$t->start_keyauthd(admin => 1);
 $t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;\n" . $t->console_http,
                 locations => $t->console_locations . <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
@@ -38,21 +43,35 @@ $t->ctl('plans', 'import', "$root/lmdb_schema/plans.json");
 $t->ctl('fx', 'set', '83.50');
 
 my @seen;
-sub ask {
-    my ($method, $path, @h) = @_;
-    my $res = $t->request($method, $path, @h);
+# One exchange with the server on $port, recorded for the validator.
+sub exchange {
+    my ($port, $method, $path, @h) = @_;
+    my $res = http_request($port, $method, $path, @h);
     my %headers = map { $_ => $res->{headers}{$_}[0] } keys %{ $res->{headers} };
     push @seen, { method => $method, path => $path, status => $res->{status} + 0,
                   headers => \%headers, body => $res->{body} };
     return $res;
 }
+sub ask { exchange($t->port, @_) }
+sub bearer { "Authorization: Bearer $_[0]" }
+# The headers of a call as $as (undef: no Authorization) with $body (undef:
+# none; a reference is sent as JSON, a string as it is).
+sub call_headers {
+    my ($as, $body, @extra) = @_;
+    my @h = ((defined $as ? bearer($as) : ()), @extra);
+    push @h, 'Content-Type: application/json', \(ref $body ? encode_json($body) : $body) if defined $body;
+    return @h;
+}
 sub console {
     my ($method, $path, $body, @extra) = @_;
-    my @h = ("Authorization: Bearer $token", @extra);
-    push @h, 'Content-Type: application/json', \(ref $body ? encode_json($body) : $body) if defined $body;
-    return ask($method, $path, @h);
+    return ask($method, $path, call_headers($token, $body, @extra));
 }
-sub bearer { "Authorization: Bearer $_[0]" }
+# The admin API, straight to keyauthd's admin listener (never behind nginx).
+sub admin_as {
+    my ($as, $method, $path, $body, @extra) = @_;
+    return exchange($t->admin_port, $method, $path, call_headers($as, $body, @extra));
+}
+sub admin { admin_as($admin_token, @_) }
 
 # tools
 ask(GET => '/v1/ip/2001:db8::1', bearer($key->{secret}));
@@ -129,6 +148,101 @@ console(GET => '/v1/usage?keyId=key_000000000000000000000000');
 console(POST => '/v1/usage', {});
 ask(GET => '/v1/usage');
 
+# issue 45: the admin API, every operation of keyauthd's admin listener
+my $no_acc = 'acc_000000000000000000000000';
+my $no_key = 'key_000000000000000000000000';
+my $signup = decode_json(admin(POST => '/v1/admin/accounts', { name => 'signup', externalId => 'cus_spec',
+                                                              rateLimitPerMinute => 600, allowedScopes => ['ip:read'] })->{body});
+my $planned = decode_json(admin(POST => '/v1/admin/accounts', { name => 'planned', externalId => 'cus_planned',
+                                                               planId => 'trial-100' })->{body});
+admin(POST => '/v1/admin/accounts', { name => 'again', externalId => 'cus_spec', rateLimitPerMinute => 600 });
+admin(POST => '/v1/admin/accounts', { externalId => 'cus_nameless', rateLimitPerMinute => 600 });
+admin(POST => '/v1/admin/accounts', { name => 'x', planId => 'no-such-plan' });
+admin(GET => '/v1/admin/accounts?limit=1');
+admin(GET => '/v1/admin/accounts?externalId=cus_spec');
+admin(GET => '/v1/admin/accounts?externalId=cus_nobody');
+admin(GET => '/v1/admin/accounts?limit=0');
+admin(GET => "/v1/admin/accounts/$signup->{id}");
+admin(GET => "/v1/admin/accounts/$no_acc");
+admin(PATCH => "/v1/admin/accounts/$signup->{id}", { name => 'signup 2', maxKeys => 5,
+                                                     quota => { units => 1000, period => 'month' } });
+admin(PATCH => "/v1/admin/accounts/$signup->{id}", { externalId => 'cus_planned' });
+admin(PATCH => "/v1/admin/accounts/$signup->{id}", { maxKeys => 'plan' });
+admin(PATCH => "/v1/admin/accounts/$signup->{id}", {});
+admin(PATCH => "/v1/admin/accounts/$no_acc", { name => 'x' });
+admin(PUT => "/v1/admin/accounts/$signup->{id}/plan", { planId => 'starter-500', orderId => 'ord_1' });
+admin(PUT => "/v1/admin/accounts/$signup->{id}/plan", { planId => 'no-such-plan' });
+admin(PUT => "/v1/admin/accounts/$signup->{id}/plan", { orderId => 'ord_2' });
+my $session = decode_json(admin(POST => "/v1/admin/accounts/$signup->{id}/sessions", { ttlSeconds => 600 })->{body});
+admin(POST => "/v1/admin/accounts/$signup->{id}/sessions");
+admin(POST => "/v1/admin/accounts/$signup->{id}/sessions", { ttlSeconds => 10 });
+admin(PATCH => "/v1/admin/accounts/$planned->{id}", { status => 'suspended' });
+admin(POST => "/v1/admin/accounts/$planned->{id}/sessions");
+admin(PATCH => "/v1/admin/accounts/$planned->{id}", { status => 'active' });
+my $admin_key = decode_json(admin(POST => "/v1/admin/accounts/$signup->{id}/keys",
+    { name => 'admin', scopes => ['ip:read'], rateLimitPerMinute => 60, quota => { units => 100, period => 'month' } })->{body});
+admin(POST => "/v1/admin/accounts/$signup->{id}/keys", { name => 'x', scopes => ['db:drop'], rateLimitPerMinute => 60 });
+admin(POST => "/v1/admin/accounts/$no_acc/keys", { name => 'x', scopes => ['ip:read'], rateLimitPerMinute => 60 });
+admin(GET => "/v1/admin/accounts/$signup->{id}/keys?limit=1");
+admin(GET => "/v1/admin/accounts/$signup->{id}/keys?limit=0");
+admin(GET => "/v1/admin/keys/$admin_key->{id}");
+admin(GET => "/v1/admin/keys/$no_key");
+admin(PATCH => "/v1/admin/keys/$admin_key->{id}", { name => 'admin 2', quota => { units => 1000, period => 'month' } });
+admin(PATCH => "/v1/admin/keys/$admin_key->{id}", {});
+my $admin_rolled = decode_json(admin(POST => "/v1/admin/keys/$admin_key->{id}/roll", { gracePeriodSeconds => 60 })->{body});
+admin(POST => "/v1/admin/keys/$admin_key->{id}/roll");
+admin(POST => "/v1/admin/keys/$admin_rolled->{id}/revoke");
+admin(POST => "/v1/admin/keys/$no_key/revoke");
+admin(PATCH => "/v1/admin/keys/$admin_rolled->{id}", { name => 'late' });
+# the account's own trail shows the admin API's calls, their actor the admin token
+ask(GET => '/v1/audit', bearer($session->{token}));
+admin(GET => '/v1/admin/usage?granularity=hour');
+admin(GET => "/v1/admin/usage?accountId=$acc->{id}");
+admin(GET => "/v1/admin/usage?keyId=$key->{id}&granularity=hour");
+admin(GET => '/v1/admin/usage?accountId=nope');
+admin(GET => "/v1/admin/usage?accountId=$no_acc");
+admin(GET => "/v1/admin/usage?accountId=$signup->{id}&keyId=$key->{id}");
+my $today = strftime('%Y-%m-%d', gmtime);
+my $report = "/v1/admin/usage/report?from=$today&to=$today";
+admin(GET => "$report&by=day");
+admin(GET => "$report&by=month", undef, 'Accept: application/json');
+admin(GET => "$report&by=day&keyId=$key->{id}", undef, 'Accept: text/csv');
+admin(GET => "$report&by=day&accountId=$acc->{id}&keyId=$key->{id}", undef, 'Accept: application/json');
+admin(GET => "/v1/admin/usage/report?from=$today&by=day");
+admin(GET => "$report&by=day&accountId=$no_acc");
+admin(GET => "$report&by=day", undef, 'Accept: image/png');
+my $plans_file = do { local (@ARGV, $/) = ("$root/lmdb_schema/plans.json"); <> };
+my $without_trial = do {
+    my $c = decode_json($plans_file);
+    encode_json({ plans => [ grep { $_->{id} ne 'trial-100' } @{ $c->{plans} } ] });
+};
+admin(PUT => '/v1/admin/plans', $plans_file);
+admin(PUT => '/v1/admin/plans', $without_trial);
+admin(PUT => '/v1/admin/plans?retire=trial-100=starter-500', $without_trial);
+admin(PUT => '/v1/admin/plans', $plans_file);
+admin(PUT => '/v1/admin/plans?retire=trial-100', $plans_file);
+admin(PUT => '/v1/admin/plans', { plans => [{ id => 'x' }] });
+admin(PUT => '/v1/admin/fx', { usdInr => '83.50' });
+admin(PUT => '/v1/admin/fx', { usdInr => 83.5 });
+admin(DELETE => '/v1/admin/fx');
+admin(GET => '/v1/admin/audit?limit=100');
+admin(GET => "/v1/admin/audit?accountId=$signup->{id}");
+admin(GET => '/v1/admin/audit?limit=many');
+admin(GET => "/v1/admin/audit?accountId=$no_acc");
+# every operation without a token (401), and with one lacking its scope (403)
+for my $op ([POST => '/v1/admin/accounts'], [GET => '/v1/admin/accounts'],
+            [GET => "/v1/admin/accounts/$signup->{id}"], [PATCH => "/v1/admin/accounts/$signup->{id}"],
+            [PUT => "/v1/admin/accounts/$signup->{id}/plan"], [POST => "/v1/admin/accounts/$signup->{id}/sessions"],
+            [GET => "/v1/admin/accounts/$signup->{id}/keys"], [POST => "/v1/admin/accounts/$signup->{id}/keys"],
+            [GET => "/v1/admin/keys/$admin_key->{id}"], [PATCH => "/v1/admin/keys/$admin_key->{id}"],
+            [POST => "/v1/admin/keys/$admin_key->{id}/roll"], [POST => "/v1/admin/keys/$admin_key->{id}/revoke"],
+            [GET => '/v1/admin/usage'], [GET => "$report&by=day"], [GET => '/v1/admin/audit'],
+            [PUT => '/v1/admin/plans'], [PUT => '/v1/admin/fx']) {
+    admin_as(undef, @$op);
+    admin_as($narrow, @$op);
+}
+admin_as('kaa_notatoken', GET => '/v1/admin/accounts');
+
 my $file = $t->dir . '/exchanges.jsonl';
 sub validate {
     my @x = @_;
@@ -148,12 +262,24 @@ subtest 'the validator fails on answers that break the description' => sub {
     my ($u) = grep { $_->{path} =~ m{^/v1/usage} && $_->{status} == 200 } @seen;
     my %usage = (%$u, body => do { my $b = decode_json($u->{body}); delete $b->{series}[0]{units}; encode_json($b) });
     my %extra = (%$u, body => do { my $b = decode_json($u->{body}); $b->{totals}{start} = $b->{from}; encode_json($b) });
+    my ($a) = grep { $_->{path} =~ m{^/v1/admin/accounts/acc_[0-9a-f]+$} && $_->{status} == 200 } @seen;
+    my %external = (%$a, body => do { my $b = decode_json($a->{body}); delete $b->{externalId}; encode_json($b) });
+    my ($d) = grep { $_->{path} =~ m{^/v1/admin/} && $_->{status} == 403 && $_->{body} =~ /ADMIN_SCOPE_REQUIRED/ } @seen;
+    my %scope = (%$d, body => do { my $b = decode_json($d->{body}); delete $b->{error}{scope}; encode_json($b) });
+    my ($csv) = grep { $_->{path} =~ m{^/v1/admin/usage/report} && $_->{status} == 200
+                       && $_->{headers}{'content-type'} =~ m{^text/csv} } @seen;
+    my %plain = (%$csv, headers => { %{ $csv->{headers} }, 'content-type' => 'text/plain' });
+    my %columns = (%$csv, body => $csv->{body} =~ s/^period,/day,/r);
     for ([\%broken, qr/must have required property 'usage'/, 'a key without usage'],
          [\%secret, qr/unevaluated/, 'a secret in a key read back'],
          [\%status, qr/status not documented/, 'an undocumented status'],
          [\%path, qr/no such operation/, 'a path the spec does not know'],
          [\%usage, qr/must have required property 'units'/, 'a usage series entry without units'],
-         [\%extra, qr/unevaluated/, 'usage totals with a start']) {
+         [\%extra, qr/unevaluated/, 'usage totals with a start'],
+         [\%external, qr/must have required property 'externalId'/, 'an admin account without externalId'],
+         [\%scope, qr/must have required property 'scope'/, 'ADMIN_SCOPE_REQUIRED without the scope'],
+         [\%plain, qr{Content-Type text/plain, documented text/csv, application/json}, 'a report of another media type'],
+         [\%columns, qr/must match pattern/, 'a CSV report whose header is not the documented one']) {
         my ($rc, $out) = validate(@seen, $_->[0]);
         is $rc, 1, "$_->[2]: refused";
         like $out, $_->[1], '... saying why';
