@@ -70,7 +70,8 @@ protected:
         loop = std::thread([this] { server.run(); });
     }
     void TearDown() override {
-        std::raise(SIGTERM);  // the server's own way to stop
+        if (!loop.joinable()) return;  // it never started (SetUp failed)
+        std::raise(SIGTERM);           // the server's own way to stop
         loop.join();
     }
 
