@@ -460,4 +460,31 @@ TEST_P(AdminApiTest, ExchangeRateAndCatalog) {
     EXPECT_EQ(parsed(as_all("GET", "/v1/admin/accounts/" + acc))["planId"], "pro-10k");
 }
 
+TEST_P(AdminApiTest, TheReportsFormIsTheOneTheClientWantsMore) {
+    auto form = [&](const std::string &accept) {
+        HttpRequest r;
+        r.method = "GET";
+        r.path = "/v1/admin/usage/report";
+        r.query = "from=2026-11-01&to=2026-11-30&by=month";
+        r.accept = accept;
+        r.has_authorization = true;
+        r.authorization = "Bearer " + all.secret;
+        HttpResponse res = api.handle(r);
+        return std::to_string(res.status) + " " + res.content_type;
+    };
+    EXPECT_EQ(form(""), "200 text/csv; charset=utf-8");
+    EXPECT_EQ(form("application/json"), "200 application/json");
+    EXPECT_EQ(form("application/json;q=0, */*"), "200 text/csv; charset=utf-8") << "q=0 refuses JSON";
+    EXPECT_EQ(form("text/csv;q=0.4, application/json;q=0.9"), "200 application/json");
+    EXPECT_EQ(form("text/csv, application/json"), "200 text/csv; charset=utf-8") << "a tie: CSV";
+    EXPECT_EQ(form("image/png"), "406 application/json");
+    EXPECT_EQ(form("text/csv;q=0"), "406 application/json");
+}
+
+TEST_P(AdminApiTest, ABadPageIsRefusedWithAnExternalIdToo) {
+    EXPECT_EQ(field(as_all("GET", "/v1/admin/accounts", "", "externalId=cus_1&limit=0")), "limit");
+    EXPECT_EQ(field(as_all("GET", "/v1/admin/accounts", "", "externalId=cus_1&cursor=nope")), "cursor");
+    EXPECT_EQ(as_all("GET", "/v1/admin/accounts", "", "externalId=cus_1&limit=5").status, 200);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AdminApiTest, keyauth::testing::kBothBackends, keyauth::testing::backend_name);

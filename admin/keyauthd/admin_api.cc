@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accept_header.h"
 #include "api_support.h"
 #include "auth_header.h"
 #include "catalog_json.h"
@@ -272,15 +273,17 @@ HttpResponse AdminApi::list_accounts(const Call &c) {
     if (auto r = query_args(c.req, {"limit", "cursor", "externalId"}, q)) return *r;
     json accounts = json::array();
     json next = nullptr;
+    // checked with externalId too: a bad limit or cursor is the caller's
+    // mistake either way, even though one account fits any page
+    size_t limit;
+    std::optional<Id> after;
+    if (auto r = page_args(c.req, kAccountIdPrefix, limit, after)) return *r;
     auto it = q.find("externalId");
     if (it != q.end()) {
         if (auto id = store_.find_account_by_external_id(it->second)) {
             accounts.push_back(json::parse(account_answer(*id, 200).body));
         }
     } else {
-        size_t limit;
-        std::optional<Id> after;
-        if (auto r = page_args(c.req, kAccountIdPrefix, limit, after)) return *r;
         AccountPage page = store_.list_accounts_page(limit, after);
         for (const Account &a : page.accounts) accounts.push_back(json::parse(account_answer(a.id, 200).body));
         if (page.next) next = id_to_string(kAccountIdPrefix, *page.next);
@@ -504,25 +507,15 @@ HttpResponse AdminApi::get_usage(const Call &c) { return admin_usage_answer(stor
 
 namespace {
 
-// The report's form from the Accept header: CSV unless JSON is preferred
-// (a bare list of types, no q-values needed: the first of the two named
-// wins); nullopt when neither is acceptable.
+// The report's form from the Accept header: the one the client wants
+// more, CSV where they tie or no header says; nullopt when it takes
+// neither (406).
 std::optional<UsageReportText::Format> report_format(const std::string &accept) {
-    if (accept.empty()) return UsageReportText::Format::kCsv;
-    size_t best = std::string::npos;
-    std::optional<UsageReportText::Format> format;
-    auto offer = [&](const char *type, UsageReportText::Format f) {
-        const size_t at = accept.find(type);
-        if (at != std::string::npos && (best == std::string::npos || at < best)) {
-            best = at;
-            format = f;
-        }
-    };
-    offer("text/csv", UsageReportText::Format::kCsv);
-    offer("application/json", UsageReportText::Format::kJson);
-    offer("text/*", UsageReportText::Format::kCsv);
-    offer("*/*", UsageReportText::Format::kCsv);
-    return format;
+    const double csv = accept_quality(accept, "text/csv");
+    const double json_q = accept_quality(accept, "application/json");
+    if (json_q > 0 && json_q > csv) return UsageReportText::Format::kJson;
+    if (csv > 0) return UsageReportText::Format::kCsv;
+    return std::nullopt;
 }
 
 }  // namespace
