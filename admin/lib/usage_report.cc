@@ -1,5 +1,8 @@
 #include "usage_report.h"
 
+#include <algorithm>
+#include <set>
+
 #include "rfc3339.h"
 #include "store_error.h"
 #include "usage_series.h"
@@ -28,41 +31,82 @@ std::optional<UsageReportArgError> read_usage_report_range(const std::string &fr
     return std::nullopt;
 }
 
-UsageReportRows::UsageReportRows(Store &store, UsageSource *source, const UsageReportQuery &q)
-    : store_(store), key_(q.key) {
-    std::optional<Id> account = q.account;
+UsageReportRows::UsageReportRows(Store &store, UsageSource *source, const UsageReportQuery &q, size_t max_counts)
+    : store_(store),
+      source_(source),
+      range_{Granularity::kDay, q.from_day, q.to_day},
+      now_ms_(store.now()),
+      account_(q.account),
+      key_(q.key) {
     if (q.key) {
         auto found = store.find_key(*q.key);
-        if (!found || (account && found->account_id != *account))
+        if (!found || (account_ && found->account_id != *account_))
             throw StoreError(StoreError::Kind::kNotFound, "key", "no key " + id_to_string(kKeyIdPrefix, *q.key));
-        account = found->account_id;
+        account_ = found->account_id;
         key_name_ = found->name;
     }
-    if (account && !store.find_account(*account))
-        throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, *account));
+    if (account_ && !store.find_account(*account_))
+        throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, *account_));
 
     // each day of the range to its billing period (a day, or its month)
-    const UsageRange range{Granularity::kDay, q.from_day, q.to_day};
-    BillingPeriods periods = billing_periods(range.from, range.to, q.by_month);
+    BillingPeriods periods = billing_periods(range_.from, range_.to, q.by_month);
     labels_ = std::move(periods.labels);
+    of_day_ = std::move(periods.of_day);
+    per_read_ = std::max<size_t>(1, max_counts / std::max<size_t>(1, labels_.size()));
 
-    // per account (or the one key): every account with any use in the
-    // range, and the one asked for even without
-    if (account) counts_[*account].resize(labels_.size());
-    if (source != nullptr) {
-        kept_buckets(*source, range, account ? &*account : nullptr, q.key ? &*q.key : nullptr, store.now(),
+    // The first read counts while the accounts fit, and only lists them
+    // once they do not: every account with any use in the range, and the
+    // one asked for even without.
+    if (account_) counts_[*account_].resize(labels_.size());
+    std::set<Id> listed;
+    bool counting = true;
+    if (source_ != nullptr) {
+        reads_++;
+        kept_buckets(*source_, range_, account_ ? &*account_ : nullptr, key_ ? &*key_ : nullptr, now_ms_,
                      [&](const BucketRow &row) {
+                         if (counting && !counts_.count(row.account) && counts_.size() == per_read_) {
+                             for (const auto &entry : counts_) listed.insert(entry.first);
+                             counts_.clear();
+                             counting = false;
+                         }
+                         if (!counting) {
+                             listed.insert(row.account);
+                             return;
+                         }
                          auto &counts = counts_[row.account];
                          counts.resize(labels_.size());
-                         counts[periods.of_day[row.period - range.from]].add(row.counts);
+                         counts[of_day_[row.period - range_.from]].add(row.counts);
                      });
     }
+    accounts_.assign(listed.begin(), listed.end());
+    if (!counting) count_next_accounts();
     at_ = counts_.begin();
+}
+
+void UsageReportRows::count_next_accounts() {
+    counts_.clear();
+    const size_t end = std::min(accounts_.size(), next_account_ + per_read_);
+    for (size_t i = next_account_; i < end; i++) counts_[accounts_[i]].resize(labels_.size());
+    next_account_ = end;
+    if (counts_.empty()) return;
+    const Id first = counts_.begin()->first, last = counts_.rbegin()->first;
+    reads_++;
+    kept_buckets(*source_, range_, nullptr, nullptr, now_ms_, [&](const BucketRow &row) {
+        if (row.account < first || last < row.account) return;
+        auto it = counts_.find(row.account);
+        if (it != counts_.end()) it->second[of_day_[row.period - range_.from]].add(row.counts);
+    });
 }
 
 bool UsageReportRows::next(std::vector<UsageReportRow> &out, size_t max) {
     out.clear();
-    for (; at_ != counts_.end() && out.size() < max; ++at_) {
+    while (out.size() < max) {
+        if (at_ == counts_.end()) {
+            if (next_account_ >= accounts_.size()) break;
+            count_next_accounts();
+            at_ = counts_.begin();
+            continue;
+        }
         const auto &[acc, periods] = *at_;
         auto on_plan = store_.find_account_on_plan(acc);
         UsageReportRow base;
@@ -78,6 +122,7 @@ bool UsageReportRows::next(std::vector<UsageReportRow> &out, size_t max) {
             row.counts = periods[i];
             out.push_back(std::move(row));
         }
+        ++at_;
     }
     return !out.empty();
 }

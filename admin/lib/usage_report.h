@@ -15,6 +15,7 @@
 #include "ids.h"
 #include "store.h"
 #include "usage_bucket.h"
+#include "usage_series.h"
 #include "usage_source.h"
 
 namespace keyauth {
@@ -54,27 +55,46 @@ struct UsageReportRow {
 // or key, or a key of another account than the one asked for, throws
 // StoreError kNotFound. No source: zeros.
 //
-// A piece at a time: the counts are gathered first, one BucketCounts per
-// account with use and billing period (a month of 100,000 accounts by
-// month: about 3 MiB; never text), then next() makes the rows in order,
-// reading each account's name and plan as its rows are made.
+// A piece at a time, in bounded memory: the counts of at most
+// `max_counts` (account, billing period) pairs are held at once, 32 bytes
+// each, never text. When the accounts with use need more, a first read of
+// the usage lists them (16 bytes an account), and each later read counts
+// the next accounts that fit: a month of 100,000 accounts by month is one
+// read, by day a few. next() makes the rows in order, reading each
+// account's name and plan as its rows are made.
 class UsageReportRows {
 public:
+    static constexpr size_t kDefaultMaxCounts = 512 * 1024;  // 16 MiB of counts
+
     // Throws StoreError (see above), and kUnavailable when the usage cannot
     // be read.
-    UsageReportRows(Store &store, UsageSource *source, const UsageReportQuery &q);
+    UsageReportRows(Store &store, UsageSource *source, const UsageReportQuery &q,
+                    size_t max_counts = kDefaultMaxCounts);
     // The rows of the next accounts, at least `max` rows unless none are
     // left (an account's periods stay together), into `out` (cleared
-    // first); false when there were none left.
+    // first); false when there were none left. Throws as the constructor.
     bool next(std::vector<UsageReportRow> &out, size_t max);
+    // How many times the usage was read so far (tests).
+    size_t reads() const { return reads_; }
 
 private:
+    // Counts the accounts of accounts_ from next_account_ on that fit.
+    void count_next_accounts();
+
     Store &store_;
-    std::optional<Id> key_;
+    UsageSource *source_;
+    UsageRange range_;
+    int64_t now_ms_;
+    std::optional<Id> account_, key_;
     std::string key_name_;
     std::vector<std::string> labels_;  // the billing periods, in order
+    std::vector<uint32_t> of_day_;     // each day's label
+    size_t per_read_;                  // accounts counted in one read
+    std::vector<Id> accounts_;         // to report, in id order; empty: all counted in counts_
+    size_t next_account_ = 0;
     std::map<Id, std::vector<BucketCounts>> counts_;  // per account: one per label
     std::map<Id, std::vector<BucketCounts>>::const_iterator at_;
+    size_t reads_ = 0;
 };
 
 // Every row at once (tests, small reports).
