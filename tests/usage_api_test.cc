@@ -7,53 +7,20 @@
 #include <cstring>
 
 #include "console_api.h"
-#include "lmdb_backend.h"
 #include "rfc3339.h"
-#include "temp_dir.h"
-#include "usage_delta.h"
-#include "usage_env.h"
-#include "usage_source.h"
+#include "usage_store_fixture.h"
 
 using namespace keyauth;
-using keyauth::testing::TempDir;
 using nlohmann::json;
 
 namespace {
 
-// 2026-11-20T09:00:00Z
-constexpr int64_t kNine = 1795165200000;
-
-class UsageApiTest : public ::testing::Test {
+class UsageApiTest : public keyauth::testing::UsageStoreFixture {
 protected:
-    TempDir dir;
-    Store store{std::make_unique<LmdbBackend>(dir.sub("db"))};
-    std::unique_ptr<UsageSource> usage = make_usage_source(default_usage_dir(dir.sub("db")), {}, "");
     ConsoleApi api{store, usage.get()};
     CreatedAccount alice = store.create_account("alice", 100);
     CreatedAccount bob = store.create_account("bob", 100);
-    KeyRecord a1 = make_key(alice), a2 = make_key(alice), b1 = make_key(bob);
-
-    // reads clip to what is kept at the store's now: two days after kNine
-    UsageApiTest() {
-        store.set_clock([] { return kNine + 2 * kMsPerDay; });
-    }
-
-    KeyRecord make_key(const CreatedAccount &who) {
-        KeySpec spec;
-        spec.name = "k";
-        spec.scopes = {"ip:read"};
-        spec.requested_rpm = 10;
-        return store.create_key(who.account.id, spec, Actor::operator_named("test")).key;
-    }
-
-    // What the edge's collector does at bucket_ms.
-    void count(const KeyRecord &k, BucketCounts c, int64_t bucket_ms) {
-        std::string err;
-        auto env = UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err);
-        ASSERT_TRUE(env) << err;
-        const UsageDelta d = keyauth::testing::usage_delta(k.account_id, k.key_id, c, bucket_ms);
-        ASSERT_TRUE(env->add(&d, 1, bucket_ms, err)) << err;
-    }
+    KeyRecord a1 = make_key(alice.account.id), a2 = make_key(alice.account.id), b1 = make_key(bob.account.id);
 
     HttpResponse get(const std::string &query, const CreatedAccount *who, const std::string &method = "GET") {
         HttpRequest r;

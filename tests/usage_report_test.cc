@@ -5,48 +5,27 @@
 // once.
 #include <gtest/gtest.h>
 
-#include "lmdb_backend.h"
-#include "rfc3339.h"
-#include "temp_dir.h"
-#include "usage_delta.h"
-#include "usage_env.h"
 #include "usage_report.h"
+#include "usage_store_fixture.h"
 
 using namespace keyauth;
-using keyauth::testing::TempDir;
 
 namespace {
 
-// 2026-11-20T09:00:00Z
-constexpr int64_t kNine = 1795165200000;
-
-class UsageReportRowsTest : public ::testing::Test {
+class UsageReportRowsTest : public keyauth::testing::UsageStoreFixture {
 protected:
-    TempDir dir;
-    Store store{std::make_unique<LmdbBackend>(dir.sub("db"))};
-    std::unique_ptr<UsageSource> usage = make_usage_source(default_usage_dir(dir.sub("db")), {}, "");
     std::vector<KeyRecord> keys;
 
+    // 300 accounts, a key each, used on one to three of four days (every
+    // fifth never)
     UsageReportRowsTest() {
-        store.set_clock([] { return kNine + 2 * kMsPerDay; });
-        // 300 accounts, a key each, used on one to three of four days
-        std::vector<UsageDelta> deltas;
-        std::string err;
-        auto env = UsageEnv::open(dir.sub("db") + KA_USAGE_DIR_SUFFIX, err);
-        EXPECT_TRUE(env) << err;
         for (int i = 0; i < 300; i++) {
             CreatedAccount a = store.create_account("acct " + std::to_string(i), 100);
-            KeySpec spec;
-            spec.name = "k";
-            spec.scopes = {"ip:read"};
-            spec.requested_rpm = 10;
-            keys.push_back(store.create_key(a.account.id, spec, Actor::operator_named("test")).key);
-            if (i % 5 == 4) continue;  // no use: not in the report
+            keys.push_back(make_key(a.account.id));
+            if (i % 5 == 4) continue;
             for (int d = 0; d <= i % 3; d++) {
                 const uint64_t n = uint64_t(i + d + 1);
-                const UsageDelta delta =
-                    keyauth::testing::usage_delta(a.account.id, keys.back().key_id, {n, 0, 0, n}, kNine - d * kMsPerDay);
-                EXPECT_TRUE(env->add(&delta, 1, kNine - d * kMsPerDay, err)) << err;
+                count(keys.back(), {n, 0, 0, n}, kNine - d * kMsPerDay);
             }
         }
     }
