@@ -441,10 +441,6 @@ sub start_keyauthd {
         $self->{admin_port} //= free_port();
         push @extra, '--admin-listen', "127.0.0.1:$self->{admin_port}";
     }
-    local $ENV{FAKETIME} = $o{faketime} if $o{faketime};
-    local $ENV{LD_PRELOAD} = $FAKETIME_LIB if $o{faketime};
-    local $ENV{ASAN_OPTIONS} = ($ENV{ASAN_OPTIONS} // '') . ':verify_asan_link_order=0' if $o{faketime} && $ASAN;
-    local $ENV{DONT_FAKE_MONOTONIC} = 1 if $o{faketime};
     my @cmd = ("$BUILD/keyauthd", $self->store_args,
                '--listen', "127.0.0.1:$self->{keyauthd_port}", @extra);
     my $pid = fork // die "fork: $!";
@@ -535,11 +531,12 @@ sub metered_locations {
 LOC
 }
 
-# The console stack of one mode: keyauthd, on etcd also keyauth-syncd (synced
-# before nginx starts), and nginx with the console API and `locations`.
+# The console stack of one mode: keyauthd (admin => 1: with its admin
+# listener), on etcd also keyauth-syncd (synced before nginx starts), and
+# nginx with the console API and `locations`.
 sub start_console_stack {
     my ($self, %o) = @_;
-    $self->start_keyauthd;
+    $self->start_keyauthd(admin => $o{admin});
     if ($self->{etcd}) {
         $self->start_syncd;
         $self->wait_synced or die "syncd did not sync:\n" . $self->syncd_log;
