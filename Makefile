@@ -301,13 +301,16 @@ $(ASAN_DIR)/keyauth-syncd: $(call obj,sanobj,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
 	$(SAN_LINK) -o $@ $^ $(LIBS) -pthread
 
 # prove runs E2E_JOBS files at a time, the longest first (so none of them
-# starts last and runs alone); the ASan run, at the end of make test with
+# starts last and runs alone: the order of a fresh-clone .ci/run's ASan
+# times, 2026-11-28); the ASan run, at the end of make test with
 # the machine nearly to itself, E2E_ASAN_JOBS.
 E2E_JOBS      ?= 2
 E2E_ASAN_JOBS ?= 4
-E2E_LONGEST   := t/61-many-edges.t t/09-cli.t t/15-core-dumps.t t/19-lifecycle-cli.t t/17-console-abuse.t \
-                 t/50-faults.t t/70-shared-limits.t t/25-console-page.t t/29-usage-over-time.t \
-                 t/66-quota-redis.t t/18-lifecycle.t
+E2E_LONGEST   := t/19-lifecycle-cli.t t/09-cli.t t/50-faults.t t/34-quota-ledger.t t/61-many-edges.t \
+                 t/39-usage-hour-edge.t t/43-admin-usage-report.t t/15-core-dumps.t t/24-openapi.t \
+                 t/31-usage-api.t t/28-quotas.t t/17-console-abuse.t t/70-shared-limits.t \
+                 t/26-key-invariants.t t/25-console-page.t t/66-quota-redis.t t/18-lifecycle.t \
+                 t/29-usage-over-time.t
 E2E_FILES     := $(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(sort $(wildcard t/*.t)))
 
 e2e-asan: $(ASAN_DIR)/ngx_http_keyauth_module.so $(SAN_TOOLS)
