@@ -6,30 +6,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <limits>
 #include <random>
-#include <sstream>
+
+#include "etcd_fixtures.h"
 
 using namespace keyauth::etcd;
 using nlohmann::json;
 
 namespace {
 
-std::string fixture(const std::string &name) {
-    std::ifstream in("tests/fixtures/etcd/" + name, std::ios::binary);
-    EXPECT_TRUE(in.good()) << "missing fixture " << name << " (tests run from the repository root)";
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::vector<std::string> lines(const std::string &text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-}
+std::string fixture(const std::string &name) { return keyauth::testing::etcd_fixture(name); }
+std::vector<std::string> lines(const std::string &text) { return keyauth::testing::fixture_lines(text); }
 
 // The ids of the member the fixtures were recorded from.
 constexpr uint64_t kClusterId = 324952591200643719u;

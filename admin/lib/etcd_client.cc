@@ -23,6 +23,7 @@ const char *errc_name(Errc code) {
     case Errc::kBadAnswer: return "bad answer";
     case Errc::kRejected: return "rejected";
     case Errc::kCanceled: return "canceled";
+    case Errc::kLeaseNotFound: return "lease not found";
     }
     return "unknown";
 }
@@ -269,7 +270,10 @@ struct Client::Impl {
             return {{parsed && ge.is_no_leader() ? Errc::kNoLeader : Errc::kUnavailable, what}, true};
         }
         if (http >= 400 && http <= 499 && parsed) {
-            return {{ge.is_compacted() ? Errc::kCompacted : Errc::kRejected, what}, false};
+            Errc code = ge.is_compacted()        ? Errc::kCompacted
+                        : ge.is_lease_not_found() ? Errc::kLeaseNotFound
+                                                  : Errc::kRejected;
+            return {{code, what}, false};
         }
         return {{Errc::kBadAnswer, what + (parsed ? "" : " (not an etcd answer)")}, false};
     }
@@ -289,15 +293,22 @@ struct Client::Impl {
         return {{Errc::kUnavailable, where + ": " + curl_easy_strerror(run.code)}, true};
     }
 
+    // `first_line`: the answer is a stream (a keep-alive's) whose first
+    // line is all the call wants: the transfer ends there, whether or not
+    // the server has closed the stream yet.
     Attempt unary_once(std::size_t index, const char *path, const std::string &body,
-                       Clock::time_point deadline, long budget_ms, std::string &answer) {
+                       Clock::time_point deadline, long budget_ms, std::string &answer,
+                       bool first_line = false) {
         const std::string &where = options.endpoints[index];
         std::string url = where + path;
         Sink sink;
         prepare(easy[index], url, body, sink);
-        Run run = drive(easy[index], nullptr, [deadline] { return deadline; }, [] { return true; });
+        auto line_at_hand = [&] { return first_line && sink.body.find('\n') != std::string::npos; };
+        Run run = drive(easy[index], nullptr, [deadline] { return deadline; },
+                        [&] { return !line_at_hand(); });
         if (sink.thrown) std::rethrow_exception(sink.thrown);  // bad_alloc only
-        if (run.outcome != Outcome::kFinished || run.code != CURLE_OK) {
+        const bool ended_at_line = run.outcome == Outcome::kCanceled && line_at_hand();
+        if (!ended_at_line && (run.outcome != Outcome::kFinished || run.code != CURLE_OK)) {
             return transport_failure(run, sink, budget_ms, where);
         }
         curl_easy_getinfo(easy[index], CURLINFO_RESPONSE_CODE, &sink.http);
@@ -349,6 +360,35 @@ struct Client::Impl {
         std::string error;
         if (!parse(answer, out, error)) return {Errc::kBadAnswer, s.message + ": " + error};
         return {};
+    }
+
+    // The first line of a keep-alive stream, typed like a unary answer.
+    static Attempt read_keepalive(const std::string &answer, int64_t id,
+                                  LeaseKeepAliveResponse &out, const std::string &where) {
+        std::string_view line(answer);
+        line = line.substr(0, line.find('\n'));
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.empty()) return {{Errc::kBadAnswer, where + ": keep-alive stream ended without an answer"}, false};
+        LeaseKeepAliveLine parsed;
+        std::string error;
+        if (!parse_lease_keepalive_line(line, parsed, error)) {
+            return {{Errc::kBadAnswer, where + ": " + error}, false};
+        }
+        if (parsed.is_error) {
+            const GatewayError &ge = parsed.error;
+            // 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED: this member cannot renew now
+            Errc code = ge.is_no_leader()                              ? Errc::kNoLeader
+                        : ge.grpc_code == 14 || ge.grpc_code == 4      ? Errc::kUnavailable
+                        : ge.is_lease_not_found()                      ? Errc::kLeaseNotFound
+                                                                       : Errc::kRejected;
+            Status s{code, where + ": keep-alive stream error: " + ge.message};
+            return {s, s.retryable()};
+        }
+        if (parsed.result.id != id) {
+            return {{Errc::kBadAnswer, where + ": keep-alive answer for another lease"}, false};
+        }
+        out = std::move(parsed.result);
+        return {{Errc::kOk, where}, false};
     }
 
     Attempt watch_once(std::size_t index, const std::string &body, const WatchOptions &wo,
@@ -487,6 +527,27 @@ Status Client::status(StatusResponse &out) {
 Status Client::compact(int64_t revision, bool physical, CompactionResponse &out) {
     return impl_->call("/v3/kv/compaction", build_compaction_request(revision, physical), out,
                        parse_compaction_response);
+}
+
+Status Client::lease_grant(const LeaseGrantRequest &request, LeaseGrantResponse &out) {
+    return impl_->call("/v3/lease/grant", build_lease_grant_request(request), out,
+                       parse_lease_grant_response);
+}
+
+Status Client::lease_keepalive(int64_t id, LeaseKeepAliveResponse &out) {
+    const std::string body = build_lease_keepalive_request(id);
+    return impl_->over_endpoints([&](std::size_t index, Clock::time_point until, long budget_ms) {
+        std::string answer;
+        Impl::Attempt a =
+            impl_->unary_once(index, "/v3/lease/keepalive", body, until, budget_ms, answer, true);
+        if (!a.status.ok()) return a;
+        return Impl::read_keepalive(answer, id, out, impl_->options.endpoints[index]);
+    });
+}
+
+Status Client::lease_revoke(int64_t id, LeaseRevokeResponse &out) {
+    return impl_->call("/v3/lease/revoke", build_lease_revoke_request(id), out,
+                       parse_lease_revoke_response);
 }
 
 Status Client::watch(const WatchCreateRequest &request, const WatchOptions &options,

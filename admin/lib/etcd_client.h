@@ -1,7 +1,8 @@
 // A client of etcd 3.4's v3 JSON gateway over libcurl, for keyauthd,
 // keyauthctl and keyauth-syncd: unary calls (range, paged range pinned at one
-// revision, put, delete, txn, status, compaction) and the streaming watch,
-// over a list of endpoints with failover. The wire format is etcd_codec's.
+// revision, put, delete, txn, status, compaction, lease grant, keep-alive and
+// revoke) and the streaming watch, over a list of endpoints with failover.
+// The wire format is etcd_codec's.
 //
 // Guarantees (docs/scale-out.md, "etcd client", says the same for operators):
 //   - Deadlines: a unary call returns within its request timeout (5 s by
@@ -48,6 +49,7 @@ enum class Errc {
     kBadAnswer,    // an answer that is not etcd's (unparsable, too large, odd status)
     kRejected,     // etcd refused the request itself (4xx): retrying will not help
     kCanceled,     // cancel() or the caller's stop flag
+    kLeaseNotFound,  // the lease named (a put's, a txn's, a revoke's) expired or was revoked
 };
 
 const char *errc_name(Errc code);
@@ -121,6 +123,18 @@ public:
     Status status(StatusResponse &out);
     // Discards history up to `revision` (tests; the cluster compacts itself).
     Status compact(int64_t revision, bool physical, CompactionResponse &out);
+
+    // A new lease (etcd_leader.h uses these).
+    Status lease_grant(const LeaseGrantRequest &request, LeaseGrantResponse &out);
+    // Renews the lease once, as a unary call with the same deadline and
+    // failover: the gateway's keep-alive is a stream, and this sends one
+    // request on it and reads the first answer line (etcd then closes the
+    // stream; the call does not wait for that). out.ttl_seconds 0 (with kOk)
+    // says the lease no longer exists. A stream error line is typed as a
+    // unary error would be (e.g. kNoLeader) and fails over.
+    Status lease_keepalive(int64_t id, LeaseKeepAliveResponse &out);
+    // Ends the lease and deletes its keys; kLeaseNotFound if it is gone already.
+    Status lease_revoke(int64_t id, LeaseRevokeResponse &out);
 
     // Watches the request's range. Tries the endpoints like a unary call until
     // one sends `created` within the request timeout; then streams from that

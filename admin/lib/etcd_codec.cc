@@ -113,7 +113,9 @@ json range_json(const RangeRequest &r) {
 }
 
 json put_json(const PutRequest &r) {
-    return {{"key", base64_encode(r.key)}, {"value", base64_encode(r.value)}};
+    json j = {{"key", base64_encode(r.key)}, {"value", base64_encode(r.value)}};
+    if (r.lease != 0) j["lease"] = int64_text(r.lease);
+    return j;
 }
 
 json delete_range_json(const DeleteRangeRequest &r) {
@@ -198,6 +200,16 @@ std::string build_compaction_request(int64_t revision, bool physical) {
 }
 
 std::string build_status_request() { return "{}"; }
+
+// The Lease service's fields are upper case in the proto: TTL, ID.
+std::string build_lease_grant_request(const LeaseGrantRequest &r) {
+    json j = {{"TTL", int64_text(r.ttl_seconds)}};
+    if (r.id != 0) j["ID"] = int64_text(r.id);
+    return j.dump();
+}
+
+std::string build_lease_keepalive_request(int64_t id) { return json{{"ID", int64_text(id)}}.dump(); }
+std::string build_lease_revoke_request(int64_t id) { return json{{"ID", int64_text(id)}}.dump(); }
 
 // ---- answers ------------------------------------------------------------
 
@@ -405,7 +417,8 @@ bool read_kv(const json &obj, const std::string &path, KeyValue &out, std::strin
     Fields f(obj, path + ".", error);
     return f.bytes("key", out.key) && f.bytes("value", out.value) &&
            f.i64("create_revision", out.create_revision) &&
-           f.i64("mod_revision", out.mod_revision) && f.i64("version", out.version);
+           f.i64("mod_revision", out.mod_revision) && f.i64("version", out.version) &&
+           f.i64("lease", out.lease);
 }
 
 bool read_range(const json &obj, const std::string &path, bool header_required,
@@ -543,13 +556,46 @@ bool parse_compaction_response(std::string_view text, CompactionResponse &out,
     });
 }
 
-// ---- errors and the watch stream ---------------------------------------
+bool parse_lease_grant_response(std::string_view text, LeaseGrantResponse &out, std::string &error) {
+    return parse_answer(text, error, [&](const json &j) {
+        out = LeaseGrantResponse{};
+        Fields f(j, "", error);
+        std::string refused;  // the proto's own error field, set instead of a gRPC error
+        if (!read_header(j, "", true, out.header, error) || !f.i64("ID", out.id) ||
+            !f.i64("TTL", out.ttl_seconds) || !f.text("error", refused)) {
+            return false;
+        }
+        if (!refused.empty()) {
+            error = "lease grant refused: " + refused;
+            return false;
+        }
+        if (out.id == 0 || out.ttl_seconds <= 0) {
+            error = "lease grant answer without an ID or a TTL";
+            return false;
+        }
+        return true;
+    });
+}
+
+bool parse_lease_revoke_response(std::string_view text, LeaseRevokeResponse &out,
+                                 std::string &error) {
+    return parse_answer(text, error, [&](const json &j) {
+        out = LeaseRevokeResponse{};
+        return read_header(j, "", true, out.header, error);
+    });
+}
+
+// ---- errors and the streams ---------------------------------------------
 
 bool GatewayError::is_compacted() const {
     return grpc_code == 11 && message.find("required revision has been compacted") != std::string::npos;
 }
 
 bool GatewayError::is_no_leader() const { return message.find("no leader") != std::string::npos; }
+
+bool GatewayError::is_lease_not_found() const {
+    return grpc_code == 5 && message.find("requested lease not found") != std::string::npos;
+}
 
 namespace {
 
@@ -625,24 +671,47 @@ bool parse_gateway_error(std::string_view text, GatewayError &out, std::string &
     return parse_answer(text, error, [&](const json &j) { return read_gateway_error(j, out, error); });
 }
 
-bool parse_watch_line(std::string_view line, WatchLine &out, std::string &error) {
+namespace {
+
+// One line of a stream: {"result": {...}} for `read_result`, or a stream
+// error. `what` names the stream in errors.
+template <typename Line, typename ReadResult>
+bool parse_stream_line(std::string_view line, Line &out, const char *what, std::string &error,
+                       ReadResult read_result) {
     return parse_answer(line, error, [&](const json &j) {
-        out = WatchLine{};
+        out = Line{};
         auto result = j.find("result");
         if (result != j.end()) {
             if (!result->is_object()) {
                 error = "field result is not an object";
                 return false;
             }
-            return read_watch_result(*result, out.result, error);
+            return read_result(*result, out.result);
         }
         if (j.find("error") != j.end()) {
             out.is_error = true;
             return read_gateway_error(j, out.error, error);
         }
-        error = "watch line holds neither result nor error";
+        error = std::string(what) + " line holds neither result nor error";
         return false;
     });
+}
+
+}  // namespace
+
+bool parse_watch_line(std::string_view line, WatchLine &out, std::string &error) {
+    return parse_stream_line(line, out, "watch", error, [&](const json &r, WatchResponse &result) {
+        return read_watch_result(r, result, error);
+    });
+}
+
+bool parse_lease_keepalive_line(std::string_view line, LeaseKeepAliveLine &out, std::string &error) {
+    return parse_stream_line(line, out, "keep-alive", error,
+                             [&](const json &r, LeaseKeepAliveResponse &result) {
+                                 Fields f(r, "result.", error);
+                                 return read_header(r, "result.", true, result.header, error) &&
+                                        f.i64("ID", result.id) && f.i64("TTL", result.ttl_seconds);
+                             });
 }
 
 }  // namespace keyauth::etcd

@@ -1,5 +1,5 @@
 // The encoding rules of etcd 3.4's v3 JSON gateway (grpc-gateway over the
-// KV, Watch and Maintenance services), in one place, so that keyauthd,
+// KV, Watch, Lease and Maintenance services), in one place, so that keyauthd,
 // keyauthctl and keyauth-syncd never spell a field by hand:
 //   - keys and values are base64 (standard alphabet, padded) both ways;
 //   - int64 fields travel as JSON strings ("42"); an integer is accepted too,
@@ -64,6 +64,7 @@ struct KeyValue {
     int64_t create_revision = 0;
     int64_t mod_revision = 0;
     int64_t version = 0;  // 0 only in a DELETE event's kv
+    int64_t lease = 0;    // the lease the key is attached to; 0: none
 };
 
 // ---- requests (each builder returns the JSON body to POST) --------------
@@ -81,6 +82,10 @@ struct RangeRequest {  // POST /v3/kv/range
 struct PutRequest {  // POST /v3/kv/put
     std::string key;
     std::string value;
+    // 0: none. Otherwise the key is deleted when that lease expires or is
+    // revoked; a lease that no longer exists fails the put (or the whole txn)
+    // with "requested lease not found".
+    int64_t lease = 0;
 };
 
 struct DeleteRangeRequest {  // POST /v3/kv/deleterange
@@ -139,6 +144,23 @@ std::string build_watch_create_request(const WatchCreateRequest &r);
 std::string build_compaction_request(int64_t revision, bool physical);
 std::string build_status_request();
 
+// ---- leases (the Lease service) -----------------------------------------
+
+// POST /v3/lease/grant. etcd raises a TTL below its minimum (1.5 x the
+// election timeout, rounded up: 2 s with the default settings) to that
+// minimum; the answer says the TTL granted.
+struct LeaseGrantRequest {
+    int64_t ttl_seconds = 0;
+    int64_t id = 0;  // 0: etcd picks one
+};
+
+std::string build_lease_grant_request(const LeaseGrantRequest &r);
+// POST /v3/lease/keepalive: one request of the stream, which the gateway
+// closes once it has answered it (tests/fixtures/etcd/lease_keepalive*.txt).
+std::string build_lease_keepalive_request(int64_t id);
+// POST /v3/lease/revoke: the lease and every key attached to it go at once.
+std::string build_lease_revoke_request(int64_t id);
+
 // ---- answers ----------------------------------------------------------
 
 struct RangeResponse {
@@ -176,6 +198,25 @@ struct CompactionResponse {
     ResponseHeader header;
 };
 
+struct LeaseGrantResponse {
+    ResponseHeader header;
+    int64_t id = 0;
+    int64_t ttl_seconds = 0;  // what was granted
+};
+
+// One keep-alive answer. The lease is renewed for ttl_seconds from when its
+// member's leader handled the request; ttl_seconds 0 says the lease does not
+// exist (expired or revoked): etcd answers so rather than with an error.
+struct LeaseKeepAliveResponse {
+    ResponseHeader header;
+    int64_t id = 0;
+    int64_t ttl_seconds = 0;
+};
+
+struct LeaseRevokeResponse {
+    ResponseHeader header;
+};
+
 bool parse_range_response(std::string_view text, RangeResponse &out, std::string &error);
 bool parse_put_response(std::string_view text, PutResponse &out, std::string &error);
 bool parse_delete_range_response(std::string_view text, DeleteRangeResponse &out,
@@ -184,6 +225,9 @@ bool parse_txn_response(std::string_view text, TxnResponse &out, std::string &er
 bool parse_status_response(std::string_view text, StatusResponse &out, std::string &error);
 bool parse_compaction_response(std::string_view text, CompactionResponse &out,
                                std::string &error);
+bool parse_lease_grant_response(std::string_view text, LeaseGrantResponse &out, std::string &error);
+bool parse_lease_revoke_response(std::string_view text, LeaseRevokeResponse &out,
+                                 std::string &error);
 
 // ---- the watch stream -------------------------------------------------
 
@@ -230,6 +274,8 @@ struct GatewayError {
     bool is_compacted() const;
     // "etcdserver: no leader": the member has lost its leader.
     bool is_no_leader() const;
+    // "etcdserver: requested lease not found" (code 5): expired or revoked.
+    bool is_lease_not_found() const;
 };
 
 bool parse_gateway_error(std::string_view text, GatewayError &out, std::string &error);
@@ -243,5 +289,14 @@ struct WatchLine {
 };
 
 bool parse_watch_line(std::string_view line, WatchLine &out, std::string &error);
+
+// The first line of a keep-alive stream: a result or a stream error.
+struct LeaseKeepAliveLine {
+    bool is_error = false;
+    LeaseKeepAliveResponse result;  // when !is_error
+    GatewayError error;             // when is_error
+};
+
+bool parse_lease_keepalive_line(std::string_view line, LeaseKeepAliveLine &out, std::string &error);
 
 }  // namespace keyauth::etcd
