@@ -16,7 +16,7 @@ CXXSTD     := -std=c++17
 WARN       := -Wall -Wextra -Werror
 # Every library with a pkg-config file is asked for its flags (gtest's
 # defines included). Boost (Beast, Asio) is header-only and has none.
-PKGS       := lmdb libcrypto zlib nlohmann_json libcurl hiredis
+PKGS       := lmdb libssl libcrypto zlib nlohmann_json libcurl hiredis
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS       := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 GTEST_CFLAGS := $(shell pkg-config --cflags gtest_main 2>/dev/null)

@@ -28,18 +28,13 @@
 
 #include "free_ports.h"
 #include "temp_dir.h"
+#include "test_certs.h"
 
 namespace keyauth::testing {
 
 // Files for a cluster that speaks TLS to its clients and wants their
 // certificates (make_test_certs writes a throwaway set).
-struct EtcdTls {
-    std::string ca_file;      // the CA that signed both certificates below
-    std::string server_cert;  // for IP 127.0.0.1
-    std::string server_key;
-    std::string client_cert;
-    std::string client_key;
-};
+using EtcdTls = TestCerts;
 
 struct EtcdClusterOptions {
     std::vector<std::string> extra_args;  // more etcd flags, for every member
@@ -208,38 +203,9 @@ public:
 
     const std::string &dir() const { return dir_.path(); }
 
-    // A throwaway CA, a server certificate for 127.0.0.1 and a client
-    // certificate, written into `dir` with the openssl command. False (and
-    // `error`) if openssl failed.
+    // A throwaway CA, server and client certificate (test_certs.h).
     static bool make_test_certs(const std::string &dir, EtcdTls &out, std::string &error) {
-        out = {dir + "/ca.pem", dir + "/server.pem", dir + "/server.key", dir + "/client.pem",
-               dir + "/client.key"};
-        {
-            std::ofstream(dir + "/server.ext") << "subjectAltName=IP:127.0.0.1\n"
-                                                  "extendedKeyUsage=serverAuth,clientAuth\n";
-            std::ofstream(dir + "/client.ext") << "extendedKeyUsage=clientAuth\n";
-        }
-        const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-        const std::string quiet = " >>" + dir + "/openssl.log 2>&1";
-        std::vector<std::string> steps = {
-            "openssl req -x509" + ec + " -keyout " + dir + "/ca.key -out " + out.ca_file +
-                " -subj /CN=keyauth-test-ca -days 2",
-            "openssl req" + ec + " -keyout " + out.server_key + " -out " + dir +
-                "/server.csr -subj /CN=127.0.0.1",
-            "openssl x509 -req -in " + dir + "/server.csr -CA " + out.ca_file + " -CAkey " + dir +
-                "/ca.key -CAcreateserial -days 2 -extfile " + dir + "/server.ext -out " + out.server_cert,
-            "openssl req" + ec + " -keyout " + out.client_key + " -out " + dir +
-                "/client.csr -subj /CN=keyauth-test-client",
-            "openssl x509 -req -in " + dir + "/client.csr -CA " + out.ca_file + " -CAkey " + dir +
-                "/ca.key -CAcreateserial -days 2 -extfile " + dir + "/client.ext -out " + out.client_cert,
-        };
-        for (const std::string &step : steps) {
-            if (std::system((step + quiet).c_str()) != 0) {
-                error = "failed: " + step + " (see " + dir + "/openssl.log)";
-                return false;
-            }
-        }
-        return true;
+        return keyauth::testing::make_test_certs(dir, out, error);
     }
 
 private:

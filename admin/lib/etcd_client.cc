@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <exception>
-#include <mutex>
 #include <utility>
 
+#include "curl_global.h"
 #include "etcd_sink.h"
 
 namespace keyauth::etcd {
@@ -109,13 +109,6 @@ namespace {
 constexpr milliseconds kPollSlice{100};
 constexpr long kReadBufferBytes = 512 * 1024;
 
-CURLcode global_init() {
-    static std::once_flag once;
-    static CURLcode rc = CURLE_OK;
-    std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
-    return rc;
-}
-
 long ms_of(Clock::duration d) {
     return static_cast<long>(std::chrono::duration_cast<milliseconds>(d).count());
 }
@@ -147,7 +140,7 @@ struct Client::Impl {
     }
 
     bool start(std::string &error) {
-        if (global_init() != CURLE_OK) {
+        if (!curl_global_ready()) {
             error = "libcurl could not be initialised";
             return false;
         }
