@@ -41,7 +41,13 @@
 #define KA_DB_ADMIN_TOKENS   "admin_tokens"   /* SHA-256(token) -> admin token record */
 #define KA_DB_EXTERNAL_IDS   "account_external_ids" /* "x" ++ external id -> account id; "a" ++ account id -> external id */
 #define KA_DB_CONSOLE_SESSIONS "console_sessions" /* account id ++ SHA-256(session token) -> expiry (u64 LE ms) */
-#define KA_DB_COUNT          13
+/* webhooks (keyauthd and keyauthctl only; never mirrored to an edge) */
+#define KA_DB_WEBHOOKS       "webhooks"       /* webhook id -> webhook record (JSON) */
+#define KA_DB_WEBHOOK_OUTBOX "webhook_outbox" /* event id -> event (JSON), written with the change */
+#define KA_DB_WEBHOOK_DELIVERIES "webhook_deliveries" /* webhook id ++ event id -> delivery (JSON) */
+#define KA_DB_WEBHOOK_DUE    "webhook_due"    /* u64 BE ms ++ webhook id ++ event id -> "" (pending only) */
+#define KA_DB_WEBHOOK_MARKS  "webhook_marks"  /* ASCII mark -> u64 LE ms: a threshold or expiry event emitted */
+#define KA_DB_COUNT          18
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */

@@ -137,6 +137,7 @@ TEST_P(AdminApiTest, EveryRouteNeedsALiveTokenWithItsScope) {
         {"PATCH", "/v1/admin/keys/" + kid, kScopeKeysWrite, R"({"name":"renamed"})"},
         {"GET", "/v1/admin/audit", kScopeAuditRead, ""},
         {"PUT", "/v1/admin/fx", kScopeFxWrite, R"({"usdInr":"83.50"})"},
+        {"GET", "/v1/admin/webhooks", kScopeWebhooksWrite, ""},
     };
     uint32_t every = 0;
     for (const RouteCase &r : routes) every |= r.scope;

@@ -154,15 +154,17 @@ TEST_F(EtcdBackendTest, RecordsAreLaidOutAsTheKeyspaceSays) {
     EXPECT_EQ(all.at(etcd_record_key(prefix_, Table::kAccountKeys, ix.by_account)), hash);
     EXPECT_EQ(all.at(etcd_last_key_record(prefix_, Table::kKeys)), str(k.key.key_id));
     EXPECT_TRUE(all.count(etcd_record_key(prefix_, Table::kAccounts, str(acc.account.id))));
-    // 1 account, 1 token, 1 key + 2 index records, the last-key record, and
-    // the two audit events (account.create, key.create)
-    EXPECT_EQ(all.size(), 8u);
-    size_t audit = 0;
+    // 1 account, 1 token, 1 key + 2 index records, the last-key record, the
+    // two audit events (account.create, key.create) and their webhook events
+    EXPECT_EQ(all.size(), 10u);
+    size_t audit = 0, outbox = 0;
     for (const auto &[key, value] : all) {
         auto name = parse_etcd_record_key(prefix_, key);
         if (name && name->table == Table::kAudit) audit++;
+        if (name && name->table == Table::kWebhookOutbox) outbox++;
     }
     EXPECT_EQ(audit, 2u);
+    EXPECT_EQ(outbox, 2u);
 }
 
 TEST_F(EtcdBackendTest, AStaleWriteIsRefusedAndTheStoreRetriesIt) {

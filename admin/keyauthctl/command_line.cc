@@ -89,6 +89,23 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         the tokens' ids, names, scopes and status (never a token)
   admin-token revoke TOKEN_ID
         the token is refused from its next call
+  webhook create --url URL --event TYPE [--event TYPE ...] [--account ACC_ID]
+                 [--webhook-key-file F]
+        an endpoint keyauthd sends these events to, signed the Standard
+        Webhooks way; prints its signing secret once: whsec_... URL is
+        https://, at most 2048 characters. TYPE is one of key.created,
+        key.updated, key.rolled, key.revoked, key.expiring, key.leaked,
+        account.created, account.updated, account.plan_changed,
+        account.suspended, account.resumed, quota.threshold; --account: that
+        account's events only. The secret is derived from the deployment's
+        webhook key, F (default --db PATH + "/webhook.key", made if missing;
+        with --etcd give the file every keyauthd sends with)
+  webhook list
+  webhook delete WEBHOOK_ID
+  webhook deliveries WEBHOOK_ID [--status pending|delivered|dead] [--limit N]
+                     [--cursor EVT_ID]
+        each event sent to the endpoint: attempts, the last answer, and when
+        the next attempt is due; a dead one failed all 8 attempts
   plans import FILE.json [--retire OLD=NEW ...]
         validate a whole catalog and replace the current one atomically; a
         bad file exits 2 and writes nothing. A catalog without a plan that
@@ -122,8 +139,8 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
                   doubles it, as far as the disk allows; not for doctor
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
-(--json, --any-scope and --bom take no value); only --scope, --allowed-scope
-and --retire may be given more than once. An unknown command or option, a missing value, a
+(--json, --any-scope and --bom take no value); only --scope, --allowed-scope,
+--event and --retire may be given more than once. An unknown command or option, a missing value, a
 repeated option or an extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
 (KEY_REVOKED, KEY_LIMIT_REACHED, ...).
@@ -243,6 +260,18 @@ const std::vector<Command> kCommands = {
      true},
     {"admin-token", "list", {}, {}, true},
     {"admin-token", "revoke", {"TOKEN_ID"}, {}, true},
+    {"webhook",
+     "create",
+     {},
+     {{"url", true, false}, {"event", true, true}, {"account", false, false}, {"webhook-key-file", false, false}},
+     true},
+    {"webhook", "list", {}, {}, true},
+    {"webhook", "delete", {"WEBHOOK_ID"}, {}, true},
+    {"webhook",
+     "deliveries",
+     {"WEBHOOK_ID"},
+     {{"status", false, false}, {"limit", false, false}, {"cursor", false, false}},
+     true},
     {"plans", "import", {"FILE"}, {{"retire", false, true}}, true},
     {"plans", "list", {}, {}, true},
     {"plans", "show", {"PLAN_ID"}, {}, true},

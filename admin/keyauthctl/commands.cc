@@ -135,6 +135,7 @@ int run(keyauth::Store &store, const Args &a) {
     if (group == "audit") return run_audit(store, a);
     if (group == "usage") return run_usage(store, a);
     if (group == "admin-token") return run_admin_token(store, a);
+    if (group == "webhook") return run_webhook(store, a);
     return run_key(store, a);
 }
 

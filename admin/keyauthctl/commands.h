@@ -14,6 +14,11 @@ int run_fx(keyauth::Store &store, const Args &a);
 int run_audit(keyauth::Store &store, const Args &a);
 int run_usage(keyauth::Store &store, const Args &a);
 int run_admin_token(keyauth::Store &store, const Args &a);
+int run_webhook(keyauth::Store &store, const Args &a);
+// The deployment's webhook key file (webhook_signing.h) webhook create
+// derives secrets from; made there if missing when make_if_missing (one
+// host). Empty: none given (--etcd without --webhook-key-file).
+void set_webhook_key_file(const std::string &path, bool make_if_missing);
 // Where usage report reads the edges' buckets (main sets it; none: zeros).
 void set_usage_source(std::unique_ptr<keyauth::UsageSource> source);
 int run_init(const std::string &db, const Args &a);

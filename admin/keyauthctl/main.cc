@@ -17,6 +17,7 @@
 #include "store.h"
 #include "terminal_text.h"
 #include "usage_source.h"
+#include "webhook_signing.h"
 
 int main(int argc, char **argv) {
     using namespace keyauthctl;
@@ -58,6 +59,7 @@ int main(int argc, char **argv) {
             quota_etcd.key_file = eo.key_file;
             set_quota_usage(keyauth::make_quota_usage_source("", quota_etcd, eo.prefix));
             set_usage_source(keyauth::make_usage_source("", quota_etcd, eo.prefix));
+            set_webhook_key_file(a.opt("webhook-key-file").value_or(""), false);
             if (group == "init") return run_init_etcd(store, etcd, a);
             return run(store, a);
         }
@@ -74,6 +76,8 @@ int main(int argc, char **argv) {
         const std::string usage_dir = a.opt("usage-db").value_or(keyauth::default_usage_dir(db));
         set_quota_usage(keyauth::make_quota_usage_source(usage_dir, {}));
         set_usage_source(keyauth::make_usage_source(usage_dir, {}, ""));
+        if (auto f = a.opt("webhook-key-file")) set_webhook_key_file(*f, false);
+        else set_webhook_key_file(keyauth::default_webhook_key_file(db), true);
         if (group == "init") return run_init(db, a);
         return run(store, a);
     } catch (const UsageError &e) {

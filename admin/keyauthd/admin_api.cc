@@ -37,6 +37,10 @@ const AdminApi::Route AdminApi::kRoutes[] = {
     {"GET", "/v1/admin/audit", kScopeAuditRead, &AdminApi::list_audit},
     {"PUT", "/v1/admin/plans", kScopePlansWrite, &AdminApi::put_plans},
     {"PUT", "/v1/admin/fx", kScopeFxWrite, &AdminApi::put_fx},
+    {"POST", "/v1/admin/webhooks", kScopeWebhooksWrite, &AdminApi::create_webhook},
+    {"GET", "/v1/admin/webhooks", kScopeWebhooksWrite, &AdminApi::list_webhooks},
+    {"DELETE", "/v1/admin/webhooks/{id}", kScopeWebhooksWrite, &AdminApi::delete_webhook},
+    {"GET", "/v1/admin/webhooks/{id}/deliveries", kScopeWebhooksWrite, &AdminApi::list_webhook_deliveries},
 };
 
 namespace {
@@ -90,18 +94,6 @@ HttpResponse scope_required(uint32_t scope) {
     r.headers.emplace_back("WWW-Authenticate",
                            "Bearer realm=\"admin\", error=\"insufficient_scope\", scope=\"" + name + "\"");
     return r;
-}
-
-// The query's parameters, each known and given once, or the refusal.
-std::optional<HttpResponse> query_args(const HttpRequest &req, const std::set<std::string> &known,
-                                       std::map<std::string, std::string> &out) {
-    std::vector<std::pair<std::string, std::string>> pairs;
-    if (!query_params(req.query, pairs)) return invalid("query", "The query string cannot be decoded");
-    for (auto &[name, value] : pairs) {
-        if (!known.count(name)) return invalid(name, "Unknown query parameter \"" + name + "\"");
-        if (!out.emplace(name, value).second) return invalid(name, "\"" + name + "\" is given more than once");
-    }
-    return std::nullopt;
 }
 
 // maxKeys: 1 to the limit, or "plan" where plan_ok (follow the plan's).

@@ -16,6 +16,7 @@
 #include "quota_usage.h"
 #include "store.h"
 #include "usage_source.h"
+#include "webhook_signing.h"
 
 namespace keyauth {
 
@@ -23,6 +24,11 @@ class AdminApi {
 public:
     AdminApi(Store &store, UsageSource *usage = nullptr, QuotaUsageSource *quota = nullptr)
         : store_(store), usage_(usage), keys_(store, usage, quota) {}
+
+    // The deployment's webhook key (webhook_signing.h), which a new
+    // endpoint's secret is derived from; without one, POST
+    // /v1/admin/webhooks answers 503 WEBHOOKS_UNAVAILABLE.
+    void set_webhook_key(const std::optional<WebhookKey> &key) { webhook_key_ = key; }
 
     // Never throws: every failure becomes a JSON error response.
     HttpResponse handle(const HttpRequest &req) noexcept;
@@ -63,6 +69,12 @@ private:
     HttpResponse list_audit(const Call &c);
     HttpResponse put_plans(const Call &c);
     HttpResponse put_fx(const Call &c);
+    // admin_webhooks.cc
+    HttpResponse create_webhook(const Call &c);
+    HttpResponse list_webhooks(const Call &c);
+    HttpResponse delete_webhook(const Call &c);
+    HttpResponse list_webhook_deliveries(const Call &c);
+    std::optional<Id> webhook_param(const Call &c, HttpResponse &missing);
 
     // The account of the route's first {id}, or the 404 that answers it.
     std::optional<Id> account_param(const Call &c, HttpResponse &missing);
@@ -78,6 +90,7 @@ private:
     Store &store_;
     UsageSource *usage_;
     KeyApi keys_;
+    std::optional<WebhookKey> webhook_key_;
 };
 
 // The route template of a path of the admin API (metrics label it so, never

@@ -8,6 +8,7 @@
 #include "rfc3339.h"
 #include "store_error.h"
 #include "strict_json.h"
+#include "url.h"
 #include "validation.h"
 
 namespace keyauth {
@@ -209,6 +210,18 @@ HttpResponse answer_or_error(const std::function<HttpResponse()> &answer, const 
         r.status = 500;
         return r;
     }
+}
+
+// The query's parameters, each known and given once, or the refusal.
+std::optional<HttpResponse> query_args(const HttpRequest &req, const std::set<std::string> &known,
+                                       std::map<std::string, std::string> &out) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    if (!query_params(req.query, pairs)) return invalid("query", "The query string cannot be decoded");
+    for (auto &[name, value] : pairs) {
+        if (!known.count(name)) return invalid(name, "Unknown query parameter \"" + name + "\"");
+        if (!out.emplace(name, value).second) return invalid(name, "\"" + name + "\" is given more than once");
+    }
+    return std::nullopt;
 }
 
 }  // namespace keyauth

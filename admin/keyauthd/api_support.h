@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ std::optional<HttpResponse> read_rate(const nlohmann::json &v, uint32_t &out,
                                       const char *field = "rateLimitPerMinute");
 // expiresAt: an RFC 3339 time, or null (never) where allow_null.
 std::optional<HttpResponse> read_expiry(const nlohmann::json &v, bool allow_null, Expiry &out);
+
+// The query's parameters, each known and given once, or the refusal.
+std::optional<HttpResponse> query_args(const HttpRequest &req, const std::set<std::string> &known,
+                                       std::map<std::string, std::string> &out);
 
 // ?limit= (1 to kMaxPage, default kDefaultPage) and ?cursor= (an id of
 // id_prefix), or the answer that refuses them.

@@ -119,7 +119,7 @@ std::string ConsoleMetrics::render(const StoreGauges &store) const {
 HttpResponse ConsoleMetrics::handle(const HttpRequest &request, Store &store) const noexcept {
     try {
         if (request.method != "GET") return metrics_method_not_allowed();
-        return metrics_response(request, render(store.gauges()));
+        return metrics_response(request, render(store.gauges()) + (more_ ? more_() : std::string()));
     } catch (const std::exception &e) {
         HttpResponse r = json_error(500, "INTERNAL_ERROR", "the metrics could not be read");
         r.internal_error = e.what();

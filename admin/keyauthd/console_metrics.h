@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -45,6 +46,8 @@ public:
     std::string render(const StoreGauges &store) const;
     // GET /metrics (405 for another method); never throws.
     HttpResponse handle(const HttpRequest &request, Store &store) const noexcept;
+    // More families after the store's (the webhook sender's); set before serving.
+    void set_more(std::function<std::string()> more) { more_ = std::move(more); }
 
 private:
     mutable std::mutex mu_;
@@ -52,6 +55,7 @@ private:
     std::map<std::tuple<std::string, std::string, int>, uint64_t> admin_requests_;
     std::map<std::string, Histogram> latency_;                                // by route
     Histogram writes_;
+    std::function<std::string()> more_;
 };
 
 }  // namespace keyauth

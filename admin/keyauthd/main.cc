@@ -24,6 +24,8 @@
 #include "store.h"
 #include "quota_usage.h"
 #include "usage_source.h"
+#include "webhook_metrics.h"
+#include "webhook_role.h"
 
 int main(int argc, char **argv) {
     keyauthd::Options opt = keyauthd::parse_options(argc, argv);
@@ -117,6 +119,32 @@ int main(int argc, char **argv) {
             }
             admin_server->fit_to_descriptors();
         }
+        // webhooks: sent by this keyauthd when it has the deployment's key
+        // (and, on many edges, holds the sender's lease in etcd)
+        std::optional<keyauth::WebhookKey> webhook_key;
+        if (!opt.webhook_key_file.empty()) {
+            std::string key_error;
+            webhook_key = opt.webhook_key_default ? keyauth::load_or_make_webhook_key(opt.webhook_key_file, key_error)
+                                                  : keyauth::load_webhook_key(opt.webhook_key_file, key_error);
+            if (!webhook_key) {
+                std::cerr << "keyauthd: --webhook-key-file: " << key_error << "\n";
+                return 1;
+            }
+        }
+        admin.set_webhook_key(webhook_key);
+        std::unique_ptr<keyauthd::WebhookRole> webhooks;
+        if (webhook_key) {
+            keyauth::WebhookSenderOptions so;
+            so.http.allow_private = opt.webhook_allow_private;
+            so.http.ca_file = opt.webhook_ca_file;
+            so.http.timeout = std::chrono::seconds(opt.webhook_timeout_seconds);
+            so.watch_every = std::chrono::seconds(opt.webhook_scan_seconds);
+            webhooks = std::make_unique<keyauthd::WebhookRole>(store, *webhook_key, so, quota_usage.get(), opt);
+        }
+        metrics.set_more([&webhooks, &store] {
+            return keyauth::render_webhook_metrics(webhooks ? &webhooks->counts() : nullptr,
+                                                   webhooks && webhooks->sending(), store);
+        });
         const size_t max_connections = server.fit_to_descriptors();
         keyauth::emit({{"event", "listening"},
                         {"listen", opt.listen},
@@ -125,12 +153,15 @@ int main(int argc, char **argv) {
                         {"maxConnections", max_connections},
                         {"trustedProxies", opt.trusted_proxies}});
         if (admin_server) keyauth::emit({{"event", "listening"}, {"adminListen", opt.admin_listen}});
+        if (webhooks) webhooks->start();
+        else keyauth::emit({{"event", "webhooks_off"}, {"reason", "no --webhook-key-file: nothing is sent"}});
         // both stop on the same SIGTERM (each server waits for it)
         keyauth::HttpServer::Stopped admin_how;
         std::thread admin_thread;
         if (admin_server) admin_thread = std::thread([&] { admin_how = admin_server->run(); });
         keyauth::HttpServer::Stopped how = server.run();
         if (admin_thread.joinable()) admin_thread.join();
+        if (webhooks) webhooks->stop();
         how.all_answered = how.all_answered && admin_how.all_answered;
         how.workers_idle = how.workers_idle && admin_how.workers_idle;
         keyauth::emit({{"event", "stopped"},

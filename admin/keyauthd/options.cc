@@ -6,6 +6,7 @@
 #include "cli_values.h"
 #include "program_usage.h"
 #include "usage_source.h"
+#include "webhook_signing.h"
 
 namespace keyauthd {
 namespace {
@@ -57,6 +58,31 @@ head, its body (408) and its answer.
                   loopback (the console API is meant to sit behind nginx on
                   the same host; the admin API to be reached by your
                   services over a private network you trust)
+  --webhook-key-file F
+                  the deployment's webhook key (64 hex digits, mode 0600),
+                  which every endpoint's signing secret is derived from; the
+                  store holds no secret. Default with --db: PATH/webhook.key,
+                  made if missing; with --etcd give the same file to every
+                  keyauthd and to keyauthctl (without it nothing is sent)
+  --webhook-ca-file F
+                  more trust anchors (PEM) for receivers' certificates,
+                  beside the system's: a private CA. Certificates are always
+                  verified
+  --webhook-allow-private
+                  let webhooks reach loopback, private, link-local and
+                  unique-local addresses (a lab, tests); refused by default
+                  on the address actually dialled
+  --webhook-lease-seconds N
+                  with --etcd: the TTL of the lease that makes one keyauthd
+                  the sender (default 10, 2 to 300); when it dies another
+                  takes over within it
+  --webhook-timeout S
+                  an attempt's whole time, connecting to answer (default
+                  10, 1 to 10): a receiver that takes longer has failed it
+  --webhook-scan-seconds S
+                  how often quota thresholds and keys about to expire are
+                  looked for (default 60, 1 to 3600), when an endpoint wants
+                  quota.threshold or key.expiring
   --map-size MIB  the map to start with: at least this, and never less than
                   the store was last written with (default: as written, 4096
                   for a new store; the file is sparse). A write that fills it
@@ -72,6 +98,7 @@ Options parse_options(int argc, char **argv) {
     Options o;
     std::string map_mib, max_conn, trusted;
     bool allow_remote = false;
+    std::string lease, timeout, scan;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "-h" || a == "--help") {
@@ -81,6 +108,11 @@ Options parse_options(int argc, char **argv) {
         if (a == "--allow-remote") {
             if (allow_remote) kCli.error(a + " given twice");
             allow_remote = true;
+            continue;
+        }
+        if (a == "--webhook-allow-private") {
+            if (o.webhook_allow_private) kCli.error(a + " given twice");
+            o.webhook_allow_private = true;
             continue;
         }
         std::string *slot = a == "--db"                ? &o.db
@@ -95,6 +127,11 @@ Options parse_options(int argc, char **argv) {
                             : a == "--map-size"        ? &map_mib
                             : a == "--max-connections" ? &max_conn
                             : a == "--trusted-proxy"   ? &trusted
+                            : a == "--webhook-key-file" ? &o.webhook_key_file
+                            : a == "--webhook-ca-file" ? &o.webhook_ca_file
+                            : a == "--webhook-lease-seconds" ? &lease
+                            : a == "--webhook-timeout" ? &timeout
+                            : a == "--webhook-scan-seconds" ? &scan
                                                        : nullptr;
         if (slot == nullptr) kCli.error("unknown argument \"" + a + "\"");
         // an empty value is a missing one (it would read as "not given")
@@ -126,6 +163,16 @@ Options parse_options(int argc, char **argv) {
     if (!map_mib.empty()) o.map_size = kCli.bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     if (!trusted.empty() && !keyauth::parse_address_list(trusted, o.trusted_proxies))
         kCli.error("--trusted-proxy takes IP addresses separated by commas, e.g. 127.0.0.1");
+    if (o.etcd.empty() && o.webhook_key_file.empty()) {
+        o.webhook_key_file = keyauth::default_webhook_key_file(o.db);
+        o.webhook_key_default = true;
+    }
+    if (!lease.empty()) {
+        if (o.etcd.empty()) kCli.error("--webhook-lease-seconds is for --etcd (one host has one sender)");
+        o.webhook_lease_seconds = kCli.bounded("--webhook-lease-seconds", lease, 2, 300, "seconds");
+    }
+    if (!timeout.empty()) o.webhook_timeout_seconds = kCli.bounded("--webhook-timeout", timeout, 1, 10, "seconds");
+    if (!scan.empty()) o.webhook_scan_seconds = kCli.bounded("--webhook-scan-seconds", scan, 1, 3600, "seconds");
     if (!max_conn.empty()) o.max_connections = kCli.bounded("--max-connections", max_conn, 1, 65536, "a number");
     return o;
 }

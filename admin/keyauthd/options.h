@@ -24,6 +24,17 @@ struct Options {
     // peers whose X-Real-IP is recorded as the client's address (canonical);
     // empty: every request is recorded from its peer
     std::vector<std::string> trusted_proxies;
+    // webhooks (DESIGN, *Events and webhooks*): the deployment's key
+    // (single host: default inside --db, made if missing; etcd: none unless
+    // given, and then nothing is sent), the sender's TLS trust and SSRF
+    // guard, and the sender's lease in etcd
+    std::string webhook_key_file;
+    bool webhook_key_default = false;  // the default path: made if missing
+    std::string webhook_ca_file;
+    bool webhook_allow_private = false;
+    size_t webhook_lease_seconds = 10;
+    size_t webhook_timeout_seconds = 10;
+    size_t webhook_scan_seconds = 60;
 };
 
 // Exits 0 after printing the usage for -h/--help, 2 on a usage error.

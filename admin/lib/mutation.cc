@@ -9,6 +9,7 @@ constexpr const char *kNames[kTableCount] = {
     KA_DB_KEYS_BY_HASH, KA_DB_KEYS, KA_DB_ACCOUNT_KEYS, KA_DB_ACCOUNTS,
     KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META, KA_DB_AUDIT,
     KA_DB_ADMIN_TOKENS, KA_DB_EXTERNAL_IDS, KA_DB_CONSOLE_SESSIONS,
+    KA_DB_WEBHOOKS, KA_DB_WEBHOOK_OUTBOX, KA_DB_WEBHOOK_DELIVERIES, KA_DB_WEBHOOK_DUE, KA_DB_WEBHOOK_MARKS,
 };
 // One Table per named database but key_records and key_slots, where LMDB
 // keeps what the Tables keys_by_hash and keys name (lmdb_keys.h).
@@ -31,7 +32,12 @@ bool is_primary(Table table) noexcept {
 
 bool is_mirrored(Table table) noexcept {
     return is_primary(table) && table != Table::kAudit && table != Table::kAdminTokens &&
-           table != Table::kExternalIds && table != Table::kConsoleSessions;
+           table != Table::kExternalIds && table != Table::kConsoleSessions && !is_webhook_table(table);
+}
+
+bool is_webhook_table(Table table) noexcept {
+    return table == Table::kWebhooks || table == Table::kWebhookOutbox || table == Table::kWebhookDeliveries ||
+           table == Table::kWebhookDue || table == Table::kWebhookMarks;
 }
 
 bool is_mirrored_meta(std::string_view name) noexcept {

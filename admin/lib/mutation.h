@@ -28,8 +28,13 @@ enum class Table : uint8_t {
     kAdminTokens,
     kExternalIds,
     kConsoleSessions,
+    kWebhooks,
+    kWebhookOutbox,
+    kWebhookDeliveries,
+    kWebhookDue,
+    kWebhookMarks,
 };
-inline constexpr size_t kTableCount = 11;
+inline constexpr size_t kTableCount = 16;
 
 // The LMDB database name; also the table's segment of the etcd keyspace.
 const char *table_name(Table table) noexcept;
@@ -42,6 +47,8 @@ bool is_primary(Table table) noexcept;
 // sessions), which only keyauthd and keyauthctl read (from etcd, in
 // many-edge mode).
 bool is_mirrored(Table table) noexcept;
+// The webhook sender's tables (webhook_records.h): keyauthd's alone.
+bool is_webhook_table(Table table) noexcept;
 // meta holds primary records (catalog_version, fx_usd_inr) beside the
 // environment's own (schema_version): only these names are ever applied.
 bool is_mirrored_meta(std::string_view name) noexcept;

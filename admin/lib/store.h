@@ -32,6 +32,7 @@
 #include "store_backend.h"
 #include "store_error.h"
 #include "validation.h"
+#include "webhook_records.h"
 
 namespace keyauth {
 
@@ -138,6 +139,31 @@ struct CatalogImport {
     size_t plans = 0;                     // in the catalog now
     size_t removed = 0;                   // plans it dropped
     std::map<std::string, size_t> moved;  // plan retired -> accounts moved off it
+};
+
+// What a new webhook endpoint is (store_webhooks.cc).
+struct WebhookSpec {
+    std::string url;                  // https only (webhook_url.h)
+    std::vector<std::string> events;  // webhook_events.h's types
+    std::optional<Id> account;        // only this account's events
+};
+
+struct DeliveryPage {
+    std::vector<Delivery> deliveries;  // oldest event first
+    std::optional<Id> next;            // the last event id of this page, if more follow
+};
+
+// A delivery as an attempt left it (webhook_sender.h computes it).
+struct DeliveryUpdate {
+    Delivery next;                 // the record to write in place of the one read
+    bool disable_webhook = false;  // the receiver answered 410 Gone
+};
+
+// What /metrics shows of the webhook queue.
+struct WebhookQueueGauges {
+    uint64_t pending = 0;
+    std::optional<int64_t> oldest_pending_ms;  // when the oldest pending event happened
+    uint64_t outbox = 0;                       // events not yet fanned out
 };
 
 // Who a console token belongs to.
@@ -296,6 +322,43 @@ public:
     // The live token this secret is (well formed, known, not revoked, not
     // expired), or none.
     std::optional<AdminToken> admin_login(std::string_view secret);
+
+    // Webhook endpoints (DESIGN, *Events and webhooks*), in the operator's
+    // audit trail. create: kInvalid naming "url" (webhook_url.h), "events"
+    // (none, or a type that is none) or "accountId"; kNotFound
+    // ACCOUNT_NOT_FOUND; kConflict WEBHOOK_LIMIT_REACHED past kMaxWebhooks.
+    // The signing secret is not the store's: webhook_signing.h derives it.
+    static constexpr size_t kMaxWebhooks = 100;
+    Webhook create_webhook(const WebhookSpec &spec, const Actor &actor = {});
+    std::vector<Webhook> list_webhooks();
+    std::optional<Webhook> find_webhook(const Id &id);
+    // kNotFound WEBHOOK_NOT_FOUND. Its pending deliveries are dropped by the
+    // sender as it meets them.
+    Webhook delete_webhook(const Id &id, const Actor &actor = {});
+    // One endpoint's deliveries in event order, after `after` (an event id),
+    // of one status or all. kNotFound WEBHOOK_NOT_FOUND.
+    DeliveryPage list_deliveries(const Id &webhook, std::optional<DeliveryStatus> status, size_t limit,
+                                 const std::optional<Id> &after);
+
+    // The sender's side (webhook_sender.h). Moves up to `limit` events from
+    // the outbox to a pending delivery for each endpoint that wants them
+    // (and existed when the event happened), in one write each batch;
+    // returns how many events it took.
+    size_t fan_out_webhook_events(size_t limit);
+    // Pending deliveries due at now_ms, earliest first, at most `limit`.
+    std::vector<Delivery> due_deliveries(int64_t now_ms, size_t limit);
+    // Writes update.next over `as_read` (moving its due entry); false, and
+    // nothing written, when the record is no longer `as_read` (another sender
+    // got there) or is gone. With disable_webhook the endpoint is disabled
+    // too (audit action webhook.disable).
+    bool update_delivery(const Delivery &as_read, const DeliveryUpdate &update);
+    // Drops a due delivery whose endpoint is gone.
+    void drop_delivery(const Delivery &as_read);
+    // Writes `event` to the outbox together with `mark`, unless the mark is
+    // there already: a threshold or expiry event is emitted once. True when
+    // written.
+    bool emit_event_once(std::string_view mark, const OutboxEvent &event);
+    WebhookQueueGauges webhook_queue_gauges();
 
 private:
     // Computes a write with `plan(reads, mutation)` and applies it; see store_internal.h.

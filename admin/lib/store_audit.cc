@@ -5,6 +5,7 @@
 #include "keyauth_schema.h"
 #include "store.h"
 #include "store_internal.h"
+#include "webhook_events.h"
 
 namespace keyauth {
 namespace store_detail {
@@ -41,6 +42,12 @@ void put_audit(RecordReader &r, Mutation &m, std::vector<AuditEvent> &events) {
         const std::string key = audit_key(e.account, e.id);
         m.expect(Table::kAudit, key, std::nullopt);
         m.put(Table::kAudit, key, encode_audit_record(e));
+        // the webhooks' outbox: the event is in the store exactly when the
+        // change is (webhook_events.h)
+        if (auto event = outbox_event_from(e)) {
+            m.expect(Table::kWebhookOutbox, bytes(e.id), std::nullopt);
+            m.put(Table::kWebhookOutbox, bytes(e.id), encode_outbox_event(*event));
+        }
     }
 }
 

@@ -22,6 +22,13 @@ inline constexpr size_t kIdTextLen = 2 * KA_ID_LEN;
 // Throws std::runtime_error if the CSPRNG fails.
 Id generate_id(int64_t now_ms);
 
+// The creation time an id carries (its first six bytes).
+inline int64_t id_time_ms(const unsigned char *id) noexcept {
+    int64_t ms = 0;
+    for (int i = 0; i < 6; i++) ms = (ms << 8) | id[i];
+    return ms;
+}
+
 // Writes prefix + hex into out (no allocation); returns the length written.
 // out must hold prefix.size() + kIdTextLen bytes.
 size_t format_id(std::string_view prefix, const unsigned char *id, char *out) noexcept;

@@ -422,10 +422,19 @@ sub port { $_[0]{port} }
 # with no limit on the size of a core file. It believes the X-Real-IP of
 # nginx, which reaches it from 127.0.0.1, as make run's keyauthd does;
 # trusted_proxy => ADDRS says whom else, '' no one. faketime => OFFSET runs
-# it under libfaketime (as start_nginx's), e.g. on nginx's faked clock.
+# it under libfaketime (as start_nginx's), e.g. on nginx's faked clock;
+# faketime_file => PATH reads the offset from that file at every call, so a
+# test moves keyauthd's clock by writing it ("+5m").
 sub start_keyauthd {
     my ($self, %o) = @_;
-    local $ENV{FAKETIME} = $o{faketime} if $o{faketime};
+    if ($o{faketime_file}) {
+        $o{faketime} = '+0';
+        local $ENV{FAKETIME_TIMESTAMP_FILE} = $o{faketime_file};
+        local $ENV{FAKETIME_NO_CACHE} = 1;
+        delete $o{faketime_file};
+        return $self->start_keyauthd(%o, _file_clock => 1);
+    }
+    local $ENV{FAKETIME} = $o{faketime} if $o{faketime} && !$o{_file_clock};
     local $ENV{DONT_FAKE_MONOTONIC} = 1 if $o{faketime};
     # the sanitizer build of keyauthd carries its runtime: libfaketime alone
     # is preloaded, and ASan told not to insist on coming first
@@ -532,11 +541,11 @@ LOC
 }
 
 # The console stack of one mode: keyauthd (admin => 1: with its admin
-# listener), on etcd also keyauth-syncd (synced before nginx starts), and
+# listener; keyauthd => {...}: more of start_keyauthd's options), on etcd also keyauth-syncd (synced before nginx starts), and
 # nginx with the console API and `locations`.
 sub start_console_stack {
     my ($self, %o) = @_;
-    $self->start_keyauthd(admin => $o{admin});
+    $self->start_keyauthd(admin => $o{admin}, %{ $o{keyauthd} // {} });
     if ($self->{etcd}) {
         $self->start_syncd;
         $self->wait_synced or die "syncd did not sync:\n" . $self->syncd_log;

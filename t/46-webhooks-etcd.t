@@ -1,0 +1,72 @@
+# Webhooks on many edges (issue 46): three stateless keyauthd on one etcd,
+# exactly one of which sends, elected through an etcd lease. Killed, another
+# takes over within the lease's TTL and every event is delivered; at most
+# the one delivery in flight is sent twice, with the same webhook-id.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use JSON::PP qw(decode_json);
+use EtcdCluster;
+use KeyauthTest qw(wait_until);
+use WebhookReceiver;
+
+my $etcd = EtcdCluster->new(members => 1);
+my @t = map { KeyauthTest->new(etcd => $etcd->endpoints) } 1 .. 3;
+my $rx = WebhookReceiver->new(dir => "$t[0]{dir}/rx");
+my $key_file = "$t[0]{dir}/webhook.key";
+system("umask 077 && openssl rand -hex 32 > '$key_file'") == 0 or die 'openssl rand';
+my @args = ('--webhook-key-file', $key_file, '--webhook-allow-private', '--webhook-ca-file', $rx->ca_file,
+            '--webhook-lease-seconds', 2);
+$_->start_keyauthd(args => [@args]) for @t;
+
+sub sender_of {
+    my $t = shift;
+    return 0 unless $t->keyauthd_pid;
+    my $m = KeyauthTest::http_request($t->keyauthd_port, GET => '/metrics')->{body} // '';
+    return $m =~ /^keyauthd_webhook_sender 1$/m ? 1 : 0;
+}
+sub senders { grep { sender_of($_) } @t }
+sub ids { my %n; $n{ $_->{headers}{'webhook-id'} }++ for $rx->requests('/ok'); return \%n }
+
+ok wait_until(sub { senders() == 1 }, 20, 'one sender'), 'exactly one keyauthd sends';
+
+my ($rc, undef, $err) = $t[1]->ctl_raw('webhook', 'create', '--url', $rx->url('/ok'), '--event', 'account.created');
+is $rc, 2, 'webhook create with --etcd and no --webhook-key-file: exit 2';
+like $err, qr/--webhook-key-file/, '... naming the option';
+my $hook = $t[1]->ctl('webhook', 'create', '--webhook-key-file', $key_file, '--url', $rx->url('/ok'),
+                      '--event', 'account.created');
+
+$t[2]->ctl('account', 'create', '--name', "a$_", '--entitlement', 60) for 1 .. 10;
+ok wait_until(sub { keys %{ ids() } == 10 }, 30, '10 events'), 'ten events delivered';
+ok !(grep { !WebhookReceiver->verify($hook->{secret}, $_->{headers}, $_->{body}) } $rx->requests('/ok')),
+    'each verifies with the secret keyauthctl printed (every keyauthd derives the same)';
+
+my ($sender) = senders();
+my $before = time;
+$sender->stop_keyauthd('KILL');
+$t[2]->ctl('account', 'create', '--name', "b$_", '--entitlement', 60) for 1 .. 10;
+ok wait_until(sub { senders() == 1 }, 20, 'a new sender'), 'another keyauthd takes over';
+cmp_ok time - $before, '<=', 12, 'within the lease\'s TTL (2 s) and a campaign or two, on a busy machine';
+ok wait_until(sub { keys %{ ids() } == 20 }, 30, '20 events'), 'every event delivered';
+my $ids = ids();
+my @twice = grep { $ids->{$_} > 1 } keys %$ids;
+cmp_ok scalar(@twice), '<=', 1, 'at most the one in flight was sent twice';
+
+# only one sends at any moment, sampled while events flow
+my $most = 0;
+for my $n (1 .. 10) {
+    $t[0]->ctl('account', 'create', '--name', "c$n", '--entitlement', 60);
+    my $s = senders();
+    $most = $s if $s > $most;
+}
+is $most, 1, 'never two senders at once';
+ok wait_until(sub { keys %{ ids() } == 30 }, 30, '30 events'), 'and those delivered too';
+
+# a clean stop hands over at once
+($sender) = senders();
+$sender->stop_keyauthd('TERM');
+ok wait_until(sub { senders() == 1 }, 10, 'handed over'), 'a stopped sender resigns: another sends';
+
+done_testing;
