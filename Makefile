@@ -75,7 +75,7 @@ APT_PKGS   := build-essential pkg-config nginx-core nginx-dev libpcre2-dev zlib1
               liblmdb-dev liblmdb++-dev lmdb-utils nlohmann-json3-dev libgtest-dev \
               libboost-dev perl curl wrk clang libclang-rt-14-dev gdb \
               etcd-server etcd-client libcurl4-openssl-dev redis-server libhiredis-dev prometheus \
-              chromium chromium-driver python3-selenium faketime
+              chromium chromium-driver python3-selenium faketime libio-socket-ssl-perl
 BENCH_PKGS := valgrind libnginx-mod-http-lua linux-perf
 # make deb / make test-deb: Debian's packaging tools (dh_nginx and the
 # nginx_mod build system come with nginx-dev)
@@ -306,8 +306,8 @@ $(ASAN_DIR)/keyauth-syncd: $(call obj,sanobj,$(SYNCD_SRCS)) $(SAN_LIB_OBJS)
 # the machine nearly to itself, E2E_ASAN_JOBS.
 E2E_JOBS      ?= 2
 E2E_ASAN_JOBS ?= 4
-E2E_LONGEST   := t/19-lifecycle-cli.t t/09-cli.t t/50-faults.t t/34-quota-ledger.t t/61-many-edges.t \
-                 t/39-usage-hour-edge.t t/43-admin-usage-report.t t/15-core-dumps.t t/24-openapi.t \
+E2E_LONGEST   := t/19-lifecycle-cli.t t/09-cli.t t/50-faults.t t/34-quota-ledger.t t/45-webhooks.t t/61-many-edges.t \
+                 t/39-usage-hour-edge.t t/43-admin-usage-report.t t/46-webhooks-etcd.t t/15-core-dumps.t t/24-openapi.t \
                  t/31-usage-api.t t/28-quotas.t t/17-console-abuse.t t/70-shared-limits.t \
                  t/26-key-invariants.t t/25-console-page.t t/66-quota-redis.t t/18-lifecycle.t \
                  t/29-usage-over-time.t

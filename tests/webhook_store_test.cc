@@ -191,6 +191,48 @@ TEST_P(WebhookStoreTest, AMarkedEventIsEmittedOnce) {
     EXPECT_EQ(store.webhook_queue_gauges().outbox, 1u);
 }
 
+// One event to every endpoint there may be (50) is one write, also on etcd
+// (128 operations a txn); the 51st endpoint is refused.
+TEST_P(WebhookStoreTest, OneEventToEveryEndpointFitsOneWrite) {
+    for (size_t i = 0; i < Store::kMaxWebhooks; i++) hook({"account.created"});
+    try {
+        hook({"account.created"});
+        ADD_FAILURE() << "a 51st endpoint";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.code(), "WEBHOOK_LIMIT_REACHED");
+    }
+    now += 1;
+    store.create_account("A", 600);
+    EXPECT_EQ(drain(), 1u);
+    EXPECT_EQ(store.due_deliveries(now, 1000).size(), Store::kMaxWebhooks);
+}
+
+// Delivered and dead deliveries go after 30 days (the sender's prune);
+// pending ones stay, and an endpoint's deliveries go with it.
+TEST_P(WebhookStoreTest, SettledDeliveriesArePrunedPendingOnesKept) {
+    Webhook kept = hook({"account.created"});
+    Webhook gone = hook({"account.created"});
+    now += 1;
+    store.create_account("A", 600);
+    now += 1;
+    store.create_account("B", 600);
+    drain();
+    auto due = store.due_deliveries(now, 10);
+    ASSERT_EQ(due.size(), 4u);
+    for (const Delivery &d : due) {
+        if (d.webhook == kept.id && d.event == due[0].event) {
+            ASSERT_TRUE(store.update_delivery(d, settle_webhook_attempt(d, 200, "", now, 0)));
+        }
+    }
+    store.delete_webhook(gone.id);
+    EXPECT_EQ(store.prune_deliveries(now, 100), 2u) << "the deleted endpoint's two; the delivered one is too new";
+    EXPECT_EQ(store.prune_deliveries(now + 1, 100), 1u) << "the delivered one, once old enough";
+    const auto left = store.list_deliveries(kept.id, std::nullopt, 10, std::nullopt).deliveries;
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].status, DeliveryStatus::kPending);
+    EXPECT_EQ(store.webhook_queue_gauges().pending, 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, WebhookStoreTest, keyauth::testing::kBothBackends,
                          keyauth::testing::backend_name);
 

@@ -122,14 +122,18 @@ int main(int argc, char **argv) {
         // webhooks: sent by this keyauthd when it has the deployment's key
         // (and, on many edges, holds the sender's lease in etcd)
         std::optional<keyauth::WebhookKey> webhook_key;
+        std::string webhooks_off = "no --webhook-key-file: nothing is sent";
         if (!opt.webhook_key_file.empty()) {
             std::string key_error;
             webhook_key = opt.webhook_key_default ? keyauth::load_or_make_webhook_key(opt.webhook_key_file, key_error)
                                                   : keyauth::load_webhook_key(opt.webhook_key_file, key_error);
-            if (!webhook_key) {
+            if (!webhook_key && !opt.webhook_key_default) {
                 std::cerr << "keyauthd: --webhook-key-file: " << key_error << "\n";
                 return 1;
             }
+            // the default key unusable: the console and admin API still
+            // serve; nothing is sent, and the log and /metrics say so
+            if (!webhook_key) webhooks_off = "webhook key: " + key_error;
         }
         admin.set_webhook_key(webhook_key);
         std::unique_ptr<keyauthd::WebhookRole> webhooks;
@@ -154,7 +158,7 @@ int main(int argc, char **argv) {
                         {"trustedProxies", opt.trusted_proxies}});
         if (admin_server) keyauth::emit({{"event", "listening"}, {"adminListen", opt.admin_listen}});
         if (webhooks) webhooks->start();
-        else keyauth::emit({{"event", "webhooks_off"}, {"reason", "no --webhook-key-file: nothing is sent"}});
+        else keyauth::emit({{"event", "webhooks_off"}, {"reason", webhooks_off}});
         // both stop on the same SIGTERM (each server waits for it)
         keyauth::HttpServer::Stopped admin_how;
         std::thread admin_thread;

@@ -328,7 +328,9 @@ public:
     // (none, or a type that is none) or "accountId"; kNotFound
     // ACCOUNT_NOT_FOUND; kConflict WEBHOOK_LIMIT_REACHED past kMaxWebhooks.
     // The signing secret is not the store's: webhook_signing.h derives it.
-    static constexpr size_t kMaxWebhooks = 100;
+    // At most 50 endpoints: one event's fan-out to all of them (two records
+    // each) fits one etcd txn of 128 operations.
+    static constexpr size_t kMaxWebhooks = 50;
     Webhook create_webhook(const WebhookSpec &spec, const Actor &actor = {});
     std::vector<Webhook> list_webhooks();
     std::optional<Webhook> find_webhook(const Id &id);
@@ -359,6 +361,10 @@ public:
     // written.
     bool emit_event_once(std::string_view mark, const OutboxEvent &event);
     WebhookQueueGauges webhook_queue_gauges();
+    // Forgets delivered and dead deliveries settled before `before_ms`, at
+    // most `limit` of them (and every delivery of an endpoint that is
+    // gone); returns how many.
+    size_t prune_deliveries(int64_t before_ms, size_t limit);
 
 private:
     // Computes a write with `plan(reads, mutation)` and applies it; see store_internal.h.

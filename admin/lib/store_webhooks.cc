@@ -44,8 +44,10 @@ Delivery delivery_from(std::string_view key, std::string_view v) {
     return *d;
 }
 
-// etcd takes at most 128 operations a txn: a fan-out batch stays well under.
-constexpr size_t kFanOutOps = 96;
+// etcd takes at most 128 operations a txn: a fan-out batch stays under,
+// and so does one event to every endpoint (a batch takes it alone).
+constexpr size_t kFanOutOps = 100;
+static_assert(2 + 2 * Store::kMaxWebhooks <= 120, "one event's fan-out fits an etcd txn");
 
 }  // namespace
 
@@ -254,6 +256,26 @@ bool Store::emit_event_once(std::string_view mark, const OutboxEvent &event) {
         m.expect(Table::kWebhookOutbox, bytes(event.id), std::nullopt);
         m.put(Table::kWebhookOutbox, bytes(event.id), encode_outbox_event(event));
         return true;
+    });
+}
+
+size_t Store::prune_deliveries(int64_t before_ms, size_t limit) {
+    limit = std::min<size_t>(limit, kFanOutOps);
+    return write([&](RecordReader &r, Mutation &m) {
+        std::set<Id> live;
+        for (const Webhook &w : read_webhooks(r)) live.insert(w.id);
+        size_t n = 0;
+        r.scan(Table::kWebhookDeliveries, "", "", [&](std::string_view key, std::string_view v) {
+            Delivery d = delivery_from(key, v);
+            const bool settled = d.status != DeliveryStatus::kPending && d.finished_ms && *d.finished_ms < before_ms;
+            const bool orphan = !live.count(d.webhook);
+            if (!settled && !orphan) return true;
+            m.expect(Table::kWebhookDeliveries, key, v);
+            m.erase(Table::kWebhookDeliveries, key);
+            if (d.status == DeliveryStatus::kPending) m.erase(Table::kWebhookDue, due_key(d.next_ms, d.webhook, d.event));
+            return ++n < limit;
+        });
+        return n;
     });
 }
 

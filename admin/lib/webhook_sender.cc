@@ -13,6 +13,7 @@ namespace {
 
 constexpr size_t kFanOutBatch = 64;
 constexpr size_t kDueBatch = 256;
+constexpr int64_t kKeptMs = 30LL * 86400 * 1000;
 
 uint32_t jitter() {
     static thread_local std::mt19937 rng{std::random_device{}()};
@@ -82,6 +83,13 @@ void WebhookSender::step(int64_t now_ms) {
         if (pass.accounts || pass.keys) counts_.scans++;
         if (pass.emitted) {
             while (size_t n = store_.fan_out_webhook_events(kFanOutBatch)) counts_.fanned_out += n;
+        }
+    }
+    if (now >= next_prune_) {
+        // delivered and dead deliveries are listed for 30 days
+        next_prune_ = now + std::chrono::hours(1);
+        while (store_.prune_deliveries(now_ms - kKeptMs, 100) == 100) {
+            if (!may_send_()) return;
         }
     }
     std::map<Id, const Webhook *> by_id;

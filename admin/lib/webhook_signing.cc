@@ -76,6 +76,17 @@ std::optional<WebhookKey> load_webhook_key(const std::string &path, std::string 
 std::optional<WebhookKey> load_or_make_webhook_key(const std::string &path, std::string &error) {
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
+        // made by root (an operator's sudo keyauthctl): the store's owner,
+        // the one that sends, must read it
+        struct stat dir {};
+        const std::string parent = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+        if (geteuid() == 0 && stat(parent.empty() ? "/" : parent.c_str(), &dir) == 0 && dir.st_uid != 0 &&
+            fchown(fd, dir.st_uid, dir.st_gid) != 0) {
+            close(fd);
+            unlink(path.c_str());
+            error = path + ": cannot give it to the store's owner: " + std::strerror(errno);
+            return std::nullopt;
+        }
         WebhookKey key{};
         std::string text;
         bool ok = RAND_bytes(key.data(), static_cast<int>(key.size())) == 1;

@@ -27,7 +27,8 @@ using WebhookSecret = std::array<unsigned char, 32>;
 // The deployment key at `path` (64 hex digits), or none with a reason
 // (missing, unreadable, malformed, or readable by others than its owner).
 std::optional<WebhookKey> load_webhook_key(const std::string &path, std::string &error);
-// The key at `path`, made (0600, from the CSPRNG) if there is none yet.
+// The key at `path`, made (0600, from the CSPRNG; made by root, owned by
+// the owner of its directory, the store's writer) if there is none yet.
 std::optional<WebhookKey> load_or_make_webhook_key(const std::string &path, std::string &error);
 
 // One host's default: inside the LMDB environment's directory, which only
