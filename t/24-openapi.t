@@ -3,8 +3,11 @@
 # and keyauthd's admin listener for the admin API) for every operation, its
 # success and the errors it can be made to give, are validated against it by
 # tools/openapi/validate.mjs (Ajv, JSON Schema 2020-12; the usage report's
-# CSV too). The validator is first shown to fail on answers that break the
-# description, so a green run means something.
+# CSV too). So are the webhook requests keyauthd sends (issue 46) to a real
+# HTTPS receiver on loopback (t/lib/WebhookReceiver.pm): every event type but
+# the reserved key.leaked, its body and its Standard Webhooks headers,
+# against the spec's `webhooks`. The validator is first shown to fail on
+# answers that break the description, so a green run means something.
 use strict;
 use warnings;
 use FindBin;
@@ -13,6 +16,7 @@ use Test::More;
 use JSON::PP qw(decode_json encode_json);
 use POSIX qw(strftime);
 use KeyauthTest qw(http_request wait_until);
+use WebhookReceiver;
 
 my $root = KeyauthTest::root();
 my $tools = "$root/tools/openapi";
@@ -30,10 +34,16 @@ my $token = $acc->{consoleToken};
 my $key = $t->key(account => $acc->{id}, rate => 600);
 my $slow = $t->key(account => $acc->{id}, rate => 1);
 my $other = $t->key(account => $acc->{id}, scopes => ['tools:run']);
-# the admin API's callers: every scope, and a scope no route of today needs
+# the admin API's callers: every scope, and two narrow ones (each lacks the
+# other's routes' scopes)
 my $admin_token = $t->ctl('admin-token', 'create', '--name', 'spec', '--scope', '*')->{token};
 my $narrow = $t->ctl('admin-token', 'create', '--name', 'narrow', '--scope', 'webhooks:write')->{token};
-$t->start_keyauthd(admin => 1);
+my $auditor = $t->ctl('admin-token', 'create', '--name', 'auditor', '--scope', 'audit:read')->{token};
+# the webhooks' receiver; keyauthd may dial it on loopback, trusts its test
+# CA, and looks for quota thresholds and expiring keys every second
+my $rx = WebhookReceiver->new(dir => $t->dir . '/rx');
+$t->start_keyauthd(admin => 1, args => ['--webhook-allow-private', '--webhook-ca-file', $rx->ca_file,
+                                        '--webhook-scan-seconds', '1']);
 $t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;\n" . $t->console_http,
                 locations => $t->console_locations . <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
@@ -72,6 +82,12 @@ sub admin_as {
     return exchange($t->admin_port, $method, $path, call_headers($as, $body, @extra));
 }
 sub admin { admin_as($admin_token, @_) }
+
+# issue 46: an endpoint for every event type, made first so that it hears of
+# every change below (the payloads are validated at the end)
+my @event_types = qw(key.created key.updated key.rolled key.revoked key.expiring key.leaked account.created
+                     account.updated account.plan_changed account.suspended account.resumed quota.threshold);
+my $hook = decode_json(admin(POST => '/v1/admin/webhooks', { url => $rx->url('/ok'), events => \@event_types })->{body});
 
 # tools
 ask(GET => '/v1/ip/2001:db8::1', bearer($key->{secret}));
@@ -130,6 +146,13 @@ my $sold = $t->ctl('key', 'create', '--account', $acc->{id}, '--name', 'sold', '
                    '--quota', '2/total');
 console(PATCH => "/v1/keys/$sold->{id}", { quota => undef });
 console(PATCH => "/v1/keys/$sold->{id}", { quota => { units => 1, period => 'total' } });
+# issue 46: a key expiring within the week (key.expiring), and one whose one
+# credit a call uses up (quota.threshold 80 and 100)
+console(POST => '/v1/keys', { name => 'soon', scopes => ['ip:read'], rateLimitPerMinute => 5,
+                              expiresAt => strftime('%Y-%m-%dT%H:%M:%SZ', gmtime(time + 2 * 86400)) });
+my $one = decode_json(console(POST => '/v1/keys', { name => 'one', scopes => ['ip:read'], rateLimitPerMinute => 5,
+                                                    quota => { units => 1, period => 'total' } })->{body});
+ask(GET => '/v1/ip/1.1.1.1', bearer($one->{secret}));
 console(GET => '/v1/account');
 $t->ctl('account', 'set-plan', $acc->{id}, 'enterprise-100k');
 console(GET => '/v1/account');
@@ -225,6 +248,44 @@ admin(PUT => '/v1/admin/plans', { plans => [{ id => 'x' }] });
 admin(PUT => '/v1/admin/fx', { usdInr => '83.50' });
 admin(PUT => '/v1/admin/fx', { usdInr => 83.5 });
 admin(DELETE => '/v1/admin/fx');
+# issue 46: webhook endpoints, and what was sent to them
+my $hook_of = "/v1/admin/webhooks/$hook->{id}";
+my $no_hook = 'wh_000000000000000000000000';
+# one for an account, on a port nothing listens on: its deliveries fail and stay pending
+my $dead_end = decode_json(admin(POST => '/v1/admin/webhooks', { url => 'https://127.0.0.1:1/hook',
+                                                                 events => ['account.updated', 'key.created'],
+                                                                 accountId => $signup->{id} })->{body});
+admin(PATCH => "/v1/admin/accounts/$signup->{id}", { name => 'signup 3' });
+admin(POST => '/v1/admin/webhooks', { url => 'http://127.0.0.1/hook', events => ['key.created'] });
+admin(POST => '/v1/admin/webhooks', { url => $rx->url('/ok'), events => ['key.exploded'] });
+admin(POST => '/v1/admin/webhooks', { url => $rx->url('/ok'), events => [] });
+admin(POST => '/v1/admin/webhooks', { url => $rx->url('/ok'), events => ['key.created'], accountId => 'nope' });
+admin(POST => '/v1/admin/webhooks', { url => $rx->url('/ok'), events => ['key.created'], accountId => $no_acc });
+admin(POST => '/v1/admin/webhooks', { url => $rx->url('/ok'), events => ['key.created'], secret => 'mine' });
+admin(GET => '/v1/admin/webhooks');
+admin(GET => '/v1/admin/webhooks?limit=1');
+ok wait_until(sub { my $d = decode_json(admin_as($narrow, GET => "/v1/admin/webhooks/$dead_end->{id}/deliveries")->{body});
+                    grep { $_->{attempts} > 0 } @{ $d->{deliveries} } }, 30, 'a failed attempt'),
+    'the unreachable endpoint\'s delivery was tried';
+admin(GET => "/v1/admin/webhooks/$dead_end->{id}/deliveries?status=pending");
+admin(GET => "$hook_of/deliveries");
+my $first_page = decode_json(admin(GET => "$hook_of/deliveries?limit=1&status=delivered")->{body});
+admin(GET => "$hook_of/deliveries?limit=1&status=delivered&cursor=$first_page->{nextCursor}") if $first_page->{nextCursor};
+admin(GET => "$hook_of/deliveries?status=dead");
+admin(GET => "$hook_of/deliveries?status=lost");
+admin(GET => "$hook_of/deliveries?cursor=acc_1");
+admin(GET => "$hook_of/deliveries?limit=0");
+admin(GET => "/v1/admin/webhooks/$no_hook/deliveries");
+admin(GET => '/v1/admin/webhooks/nope/deliveries');
+admin(DELETE => "/v1/admin/webhooks/$dead_end->{id}");
+admin(DELETE => "/v1/admin/webhooks/$dead_end->{id}");
+admin(GET => "/v1/admin/webhooks/$dead_end->{id}/deliveries");
+admin(DELETE => "/v1/admin/webhooks/$no_hook");
+# the hundredth endpoint is the last (endpoints for a type nothing sends)
+my $endpoints = @{ decode_json(admin(GET => '/v1/admin/webhooks')->{body})->{webhooks} };
+admin(POST => '/v1/admin/webhooks', { url => $rx->url("/spare$_"), events => ['key.leaked'] }) for $endpoints + 1 .. 100;
+admin(POST => '/v1/admin/webhooks', { url => $rx->url('/one-too-many'), events => ['key.leaked'] });
+admin(GET => '/v1/admin/webhooks');
 admin(GET => '/v1/admin/audit?limit=100');
 admin(GET => "/v1/admin/audit?accountId=$signup->{id}");
 admin(GET => '/v1/admin/audit?limit=many');
@@ -241,7 +302,21 @@ for my $op ([POST => '/v1/admin/accounts'], [GET => '/v1/admin/accounts'],
     admin_as(undef, @$op);
     admin_as($narrow, @$op);
 }
+for my $op ([POST => '/v1/admin/webhooks'], [GET => '/v1/admin/webhooks'], [DELETE => $hook_of],
+            [GET => "$hook_of/deliveries"]) {
+    admin_as(undef, @$op);
+    admin_as($auditor, @$op);
+}
 admin_as('kaa_notatoken', GET => '/v1/admin/accounts');
+
+# every event type the calls above raised has reached the receiver (all
+# but key.leaked, which nothing sends yet)
+my @sent = grep { $_ ne 'key.leaked' } @event_types;
+my %got;
+ok wait_until(sub { %got = map { decode_json($_->{body})->{type} => 1 } $rx->requests('/ok');
+                    !grep { !$got{$_} } @sent }, 30, 'every event type'),
+    'the receiver got every event type but key.leaked' or diag 'missing: ', join ' ', grep { !$got{$_} } @sent;
+my @hooks = map { { webhook => JSON::PP::true, headers => $_->{headers}, body => $_->{body} } } $rx->requests('/ok');
 
 my $file = $t->dir . '/exchanges.jsonl';
 sub validate {
@@ -249,7 +324,7 @@ sub validate {
     open my $fh, '>', $file or die $!;
     print $fh encode_json($_), "\n" for @x;
     close $fh;
-    my $out = `cd $tools && node validate.mjs $spec $file 2>&1`;
+    my $out = `cd $tools && node validate.mjs $spec $file --unsent key.leaked 2>&1`;
     return ($? >> 8, $out);
 }
 
@@ -270,6 +345,22 @@ subtest 'the validator fails on answers that break the description' => sub {
                        && $_->{headers}{'content-type'} =~ m{^text/csv} } @seen;
     my %plain = (%$csv, headers => { %{ $csv->{headers} }, 'content-type' => 'text/plain' });
     my %columns = (%$csv, body => $csv->{body} =~ s/^period,/day,/r);
+    my ($made) = grep { $_->{path} eq '/v1/admin/webhooks' && $_->{status} == 201 } @seen;
+    my %unsigned = (%$made, body => do { my $b = decode_json($made->{body}); delete $b->{secret}; encode_json($b) });
+    # webhook requests: the same event broken
+    my $event = sub { my ($type) = @_; (grep { decode_json($_->{body})->{type} eq $type } @hooks)[0] };
+    my $reshaped = sub {
+        my ($type, $change) = @_;
+        my $e = $event->($type);
+        my $b = decode_json($e->{body});
+        $change->($b);
+        return { %$e, body => encode_json($b) };
+    };
+    my $quota = $reshaped->('quota.threshold', sub { delete $_[0]{data}{threshold} });
+    my $with_key = $reshaped->('account.updated', sub { $_[0]{data}{keyId} = $one->{id} });
+    my $unknown = $reshaped->('key.created', sub { $_[0]{type} = 'key.exploded' });
+    my $sig = $event->('key.revoked');
+    my $v2 = { %$sig, headers => { %{ $sig->{headers} }, 'webhook-signature' => 'v2,abc' } };
     for ([\%broken, qr/must have required property 'usage'/, 'a key without usage'],
          [\%secret, qr/unevaluated/, 'a secret in a key read back'],
          [\%status, qr/status not documented/, 'an undocumented status'],
@@ -279,17 +370,24 @@ subtest 'the validator fails on answers that break the description' => sub {
          [\%external, qr/must have required property 'externalId'/, 'an admin account without externalId'],
          [\%scope, qr/must have required property 'scope'/, 'ADMIN_SCOPE_REQUIRED without the scope'],
          [\%plain, qr{Content-Type text/plain, documented text/csv, application/json}, 'a report of another media type'],
-         [\%columns, qr/must match pattern/, 'a CSV report whose header is not the documented one']) {
-        my ($rc, $out) = validate(@seen, $_->[0]);
+         [\%columns, qr/must match pattern/, 'a CSV report whose header is not the documented one'],
+         [\%unsigned, qr/must have required property 'secret'/, 'a webhook made without its secret'],
+         [$quota, qr/must have required property 'threshold'/, 'a quota.threshold event without its threshold'],
+         [$with_key, qr/keyId boolean schema is false/, 'an account event naming a key'],
+         [$unknown, qr/webhook key.exploded: no such event/, 'an event type the spec does not know'],
+         [$v2, qr/header webhook-signature: .*must match pattern/, 'a signature not in the v1 format']) {
+        my ($rc, $out) = validate(@seen, @hooks, $_->[0]);
         is $rc, 1, "$_->[2]: refused";
         like $out, $_->[1], '... saying why';
     }
     my ($rc, $out) = validate(grep { $_->{path} !~ m{/roll$} } @seen);
     like $out, qr{POST /v1/keys/\{id\}/roll: no success seen}, 'an operation never seen is named';
+    ($rc, $out) = validate(@seen, grep { decode_json($_->{body})->{type} ne 'key.expiring' } @hooks);
+    like $out, qr{webhook key.expiring: never seen}, 'an event type never sent is named';
 };
 
-my ($rc, $out) = validate(@seen);
-is $rc, 0, 'every answer matches docs/openapi.yaml' or diag $out;
-like $out, qr/^\d+ answers checked, 0 failures$/m, scalar(@seen) . ' answers';
+my ($rc, $out) = validate(@seen, @hooks);
+is $rc, 0, 'every answer and webhook request matches docs/openapi.yaml' or diag $out;
+like $out, qr/^\d+ answers checked, 0 failures$/m, scalar(@seen) . ' answers, ' . scalar(@hooks) . ' webhook requests';
 
 done_testing;

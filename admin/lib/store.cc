@@ -46,7 +46,10 @@ void back_off(int attempt) {
 namespace {
 
 [[noreturn]] void no_account(const Id &id) {
-    throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, id));
+    // coded, so that an API route that names an account in its body (POST
+    // /v1/admin/webhooks' accountId) answers ACCOUNT_NOT_FOUND as the others do
+    throw StoreError(StoreError::Kind::kNotFound, "account", "no account " + id_to_string(kAccountIdPrefix, id),
+                     "ACCOUNT_NOT_FOUND");
 }
 
 }  // namespace

@@ -1,7 +1,15 @@
 // Validates real answers against docs/openapi.yaml (t/24-openapi.t):
-//   node validate.mjs SPEC EXCHANGES.jsonl
+//   node validate.mjs SPEC EXCHANGES.jsonl [--unsent TYPE]...
 // Each line of EXCHANGES is one answer the running stack gave:
 //   {"method","path","status","headers":{lower-case name: value},"body"}
+// or one webhook request keyauthd sent to a receiver:
+//   {"webhook":true,"headers":{lower-case name: value},"body"}
+// A webhook request fails if its body's type is not an event of the spec's
+// `webhooks`, a header the event's operation documents is missing or does
+// not match its schema, its Content-Type is not documented, or its body
+// does not match the event's schema. If any webhook request is given, every
+// event of the spec must have been seen, but those named --unsent (types
+// reserved, that nothing sends yet).
 // An answer fails if its path and method are not an operation of the spec,
 // its status is not one the operation documents, its Content-Type is not a
 // media type the response documents, its body does not match that media
@@ -15,7 +23,8 @@ import YAML from 'yaml';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
-const [specFile, exchangesFile] = process.argv.slice(2);
+const [specFile, exchangesFile, ...options] = process.argv.slice(2);
+const unsent = new Set(options.filter((o, i) => options[i - 1] === '--unsent'));
 const spec = YAML.parse(fs.readFileSync(specFile, 'utf8'));
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
@@ -39,9 +48,50 @@ for (const [template, item] of Object.entries(spec.paths)) {
 }
 
 const failures = [];
+const mediaTypeOf = (headers) => (headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+// a value against a schema of the spec, found where the spec has it so
+// that its $refs resolve; failure text, or none
+const mismatch = (pointer, value) => {
+  const check = ajv.compile(refOf(pointer));
+  return check(value) ? null : ajv.errorsText(check.errors);
+};
+
+// One webhook request: its event, headers and body against spec.webhooks.
+const webhooksSeen = new Set();
+const checkWebhook = (x) => {
+  let body;
+  try { body = JSON.parse(x.body); } catch { failures.push(`webhook: the body is not JSON: ${x.body.slice(0, 300)}`); return; }
+  const what = `webhook ${body.type}`;
+  const op = spec.webhooks?.[body.type]?.post;
+  if (!op) { failures.push(`${what}: no such event in the spec's webhooks`); return; }
+  webhooksSeen.add(body.type);
+  const opPointer = `/webhooks/${body.type}/post`;
+  (op.parameters ?? []).forEach((p, i) => {
+    const param = deref(p);
+    if (param.in !== 'header') return;
+    const value = x.headers[param.name.toLowerCase()];
+    if (value === undefined) {
+      if (param.required) failures.push(`${what}: no ${param.name} header`);
+      return;
+    }
+    const pointer = p.$ref ? `${p.$ref.slice(1)}/schema` : `${opPointer}/parameters/${i}/schema`;
+    const bad = mismatch(pointer, value);
+    if (bad) failures.push(`${what}: header ${param.name}: ${JSON.stringify(value)} ${bad}`);
+  });
+  const documented = Object.keys(op.requestBody.content);
+  const mediaType = documented.find((m) => m.toLowerCase() === mediaTypeOf(x.headers));
+  if (!mediaType) {
+    failures.push(`${what}: Content-Type ${x.headers['content-type']}, documented ${documented.join(', ')}`);
+    return;
+  }
+  const bad = mismatch(`${opPointer}/requestBody/content/${mediaType.replace(/\//g, '~1')}/schema`, body);
+  if (bad) failures.push(`${what}: ${bad} in ${x.body.slice(0, 300)}`);
+};
+
 const lines = fs.readFileSync(exchangesFile, 'utf8').split('\n').filter(Boolean);
 for (const line of lines) {
   const x = JSON.parse(line);
+  if (x.webhook) { checkWebhook(x); continue; }
   const what = `${x.method} ${x.path} -> ${x.status}`;
   const method = x.method === 'HEAD' ? 'get' : x.method.toLowerCase();
   const path = x.path.split('?')[0];
@@ -73,7 +123,7 @@ for (const line of lines) {
   if (!response.content) continue;
   // the answer's media type (without its parameters) among those documented
   const documented = Object.keys(response.content);
-  const type = (x.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const type = mediaTypeOf(x.headers);
   const mediaType = documented.find((m) => m.toLowerCase() === type);
   if (!mediaType) {
     failures.push(`${what}: Content-Type ${x.headers['content-type']}, documented ${documented.join(', ')}`);
@@ -94,6 +144,11 @@ for (const o of operations) {
   const statuses = [...o.seen];
   if (!statuses.some((s) => s >= 200 && s < 300)) failures.push(`${o.method.toUpperCase()} ${o.template}: no success seen`);
   if (!statuses.some((s) => s >= 400)) failures.push(`${o.method.toUpperCase()} ${o.template}: no error seen`);
+}
+if (webhooksSeen.size) {
+  for (const type of Object.keys(spec.webhooks ?? {})) {
+    if (!webhooksSeen.has(type) && !unsent.has(type)) failures.push(`webhook ${type}: never seen`);
+  }
 }
 for (const f of failures) console.log(f);
 console.log(`${lines.length} answers checked, ${failures.length} failures`);
