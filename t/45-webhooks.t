@@ -258,6 +258,7 @@ subtest 'metrics' => sub {
 # Without --webhook-allow-private: loopback by address or by name is never
 # dialled (this machine may reach no other address, so no test dials one).
 subtest 'no SSRF: loopback is refused on the address dialled' => sub {
+    $t->stop_keyauthd;    # its retries would reach the receiver meanwhile
     my $u = KeyauthTest->new;
     $u->ctl('init');
     my $rx6 = eval { WebhookReceiver->new(dir => "$u->{dir}/rx6", host => '::1') };

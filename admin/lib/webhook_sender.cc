@@ -64,7 +64,8 @@ void WebhookSender::run() {
             emit({{"event", "webhook_sender_error"}, {"error", e.what()}});
         }
         lock.lock();
-        wake_.wait_for(lock, options_.tick, [this] { return stopping_; });
+        wake_.wait_for(lock, options_.tick, [this] { return stopping_ || poke_; });
+        poke_ = false;
     }
 }
 
@@ -138,6 +139,10 @@ void WebhookSender::work() {
         }
         lock.lock();
         in_flight_.erase(job.delivery.webhook);
+        // the endpoint's next due delivery goes now, not a tick later: an
+        // endpoint takes as many events a second as it answers
+        poke_ = true;
+        wake_.notify_all();
     }
 }
 

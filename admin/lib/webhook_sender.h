@@ -74,6 +74,7 @@ private:
     std::vector<Job> queue_;
     std::set<Id> in_flight_;  // endpoints with an attempt queued or running
     bool stopping_ = false;
+    bool poke_ = false;  // an attempt ended: its endpoint's next delivery may go now
     std::chrono::steady_clock::time_point next_watch_{}, next_prune_{};
     std::thread loop_;
     std::vector<std::thread> workers_;

@@ -95,7 +95,8 @@ WatchPass watch_pass(Store &store, QuotaUsageSource *usage, int64_t now_ms, bool
                 for (const KeyRecord &k : keys.keys) {
                     pass.keys++;
                     if (!key_active(k, now_ms)) continue;
-                    if (expiring && k.expires_ms > now_ms) expiring_of(store, k, now_ms, pass);
+                    // a rolled predecessor's end is its grace, not an expiry
+                    if (expiring && k.expires_ms > now_ms && is_none(k.rolled_to)) expiring_of(store, k, now_ms, pass);
                     if (thresholds && !k.quota.none()) {
                         const Id &subject = quota_subject_id(k);
                         thresholds_of(store, k.quota, usage->used(QuotaSubject::kKey, subject, k.quota.period, now_ms),
