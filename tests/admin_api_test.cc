@@ -174,6 +174,29 @@ TEST_P(AdminApiTest, EveryRouteNeedsALiveTokenWithItsScope) {
     EXPECT_EQ(code(call("GET", "/v1/admin/accounts", &brief.secret)), "INVALID_ADMIN_TOKEN");
 }
 
+// Without the deployment's webhook key keyauthd cannot sign: a new endpoint
+// is 503 WEBHOOKS_UNAVAILABLE and nothing is written; with it, 201 with the
+// secret derived from the key, shown this once.
+TEST_P(AdminApiTest, AWebhookNeedsTheKeyToSign) {
+    const std::string body = R"({"url":"https://hooks.example.com/in","events":["key.created"]})";
+    HttpResponse r = as_all("POST", "/v1/admin/webhooks", body);
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(code(r), "WEBHOOKS_UNAVAILABLE");
+    EXPECT_TRUE(store.list_webhooks().empty());
+    WebhookKey key{};
+    key.fill(7);
+    api.set_webhook_key(key);
+    r = as_all("POST", "/v1/admin/webhooks", body);
+    ASSERT_EQ(r.status, 201) << r.body;
+    const json made = parsed(r);
+    Id id{};
+    ASSERT_TRUE(parse_id(kWebhookIdPrefix, made["id"].get<std::string>(), id));
+    EXPECT_EQ(made["secret"], webhook_secret_text(webhook_secret(key, id)));
+    const json listed = parsed(as_all("GET", "/v1/admin/webhooks"));
+    ASSERT_EQ(listed["webhooks"].size(), 1u);
+    EXPECT_FALSE(listed["webhooks"][0].contains("secret")) << "shown once";
+}
+
 TEST_P(AdminApiTest, UnknownPathsAndMethods) {
     EXPECT_EQ(code(as_all("GET", "/v1/admin/nothing")), "NOT_FOUND");
     EXPECT_EQ(code(as_all("GET", "/v1/admin/accounts/")), "NOT_FOUND");
