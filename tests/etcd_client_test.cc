@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "etcd_cluster.h"
+#include "etcd_status_asserts.h"
 
 using namespace keyauth::etcd;
 using keyauth::testing::EtcdCluster;
@@ -23,18 +24,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-
-#define ASSERT_OK(expr)                                                             \
-    do {                                                                            \
-        Status status_ = (expr);                                                    \
-        ASSERT_TRUE(status_.ok()) << errc_name(status_.code) << ": " << status_.message; \
-    } while (0)
-
-#define EXPECT_OK(expr)                                                             \
-    do {                                                                            \
-        Status status_ = (expr);                                                    \
-        EXPECT_TRUE(status_.ok()) << errc_name(status_.code) << ": " << status_.message; \
-    } while (0)
 
 std::unique_ptr<Client> connect(const std::vector<std::string> &endpoints,
                                 std::chrono::milliseconds timeout = 5s, size_t max_answer = 0) {

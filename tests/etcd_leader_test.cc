@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "etcd_cluster.h"
+#include "etcd_status_asserts.h"
 
 using namespace keyauth::etcd;
 using keyauth::testing::EtcdCluster;
@@ -20,12 +21,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-
-#define ASSERT_OK(expr)                                                                  \
-    do {                                                                                 \
-        Status status_ = (expr);                                                         \
-        ASSERT_TRUE(status_.ok()) << errc_name(status_.code) << ": " << status_.message; \
-    } while (0)
 
 template <typename Condition>
 bool wait_for(Condition done, std::chrono::milliseconds timeout) {
