@@ -47,7 +47,9 @@
 #define KA_DB_WEBHOOK_DELIVERIES "webhook_deliveries" /* webhook id ++ event id -> delivery (JSON) */
 #define KA_DB_WEBHOOK_DUE    "webhook_due"    /* u64 BE ms ++ webhook id ++ event id -> "" (pending only) */
 #define KA_DB_WEBHOOK_MARKS  "webhook_marks"  /* ASCII mark -> u64 LE ms: a threshold or expiry event emitted */
-#define KA_DB_COUNT          18
+/* leak reports (keyauthd and keyauthctl only; never mirrored; sorts after every mirrored table) */
+#define KA_DB_REPORTED_LEAKS "reported_leaks" /* account id ++ key id -> a leak report of the key (JSON) */
+#define KA_DB_COUNT          19
 
 /* Keys of the meta database. */
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */

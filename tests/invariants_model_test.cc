@@ -49,6 +49,7 @@ struct MKey {
     bool revoked = false;
     int64_t expires = 0;  // 0: never
     bool rolled = false;  // a predecessor: nothing makes it active again
+    bool leak_told = false;  // reported leaked under notify (told once)
     std::string chain;    // its roll chain: the first key's id
     int from = -1;        // the index of the key it replaced, if any
     std::vector<std::string> scopes;
@@ -269,6 +270,7 @@ private:
         if (what < 82) return pass_time();
         if (what < 90) return change_account();
         if (what < 96) return suspend_or_resume();
+        if (what < 98) return report_leak();
         return rotate_token();
     }
 
@@ -442,6 +444,33 @@ private:
             accounts_[acc].audit_events++;
             settle_cap(acc);
         }
+    }
+
+    // A secret scanner's report (issue 47): revoke stops the key as a
+    // revoke does (and is audited twice: key.revoke and key.leak); notify
+    // tells once and leaves it live; a revoked key changes nothing.
+    void report_leak() {
+        MKey *k = random_key();
+        if (!k) return create_key();
+        const bool revoke = chance(70);
+        const LeakOutcome out =
+            store_->report_leak(k->secret, revoke ? LeakAction::kRevoke : LeakAction::kNotify,
+                                {"github", "https://github.com/o/r"}, Actor::secret_scanning("github", "192.0.2.1"));
+        size_t events = 0;
+        if (!k->revoked && revoke) {
+            k->revoked = true;
+            events = 2;
+            settle_cap(k->account);
+        } else if (!k->revoked && !k->leak_told) {
+            k->leak_told = true;
+            events = 1;
+        }
+        accounts_[k->account].audit_events += events;
+        note(std::string("report leak of ") + short_id(*k) + (revoke ? " (revoke)" : " (notify)") + " -> recorded " +
+             std::to_string(out.recorded) + ", revoked " + std::to_string(out.revoked));
+        if (out.kind != LeakedSecret::kKey || out.recorded != (events > 0) || out.revoked != (events == 2))
+            fail("report_leak of " + short_id(*k) + ": recorded " + std::to_string(out.recorded) + ", revoked " +
+                 std::to_string(out.revoked) + "; the model says " + std::to_string(events) + " events");
     }
 
     void pass_time() {

@@ -18,6 +18,7 @@ json actor_json(const Actor &a) {
         return {{"type", "console"}, {"account", id_to_string(kAccountIdPrefix, a.account)}};
     if (a.type == Actor::Type::kAdmin)
         return {{"type", "admin"}, {"token", a.user}, {"tokenId", id_to_string(kAdminTokenIdPrefix, a.token)}};
+    if (a.type == Actor::Type::kSecretScanning) return {{"type", "secret_scanning"}, {"source", a.user}};
     return {{"type", "operator"}, {"user", a.user}};
 }
 
@@ -36,6 +37,14 @@ Actor Actor::admin(const Id &token, std::string name, std::string address) {
     a.type = Type::kAdmin;
     a.token = token;
     a.user = std::move(name);
+    a.address = std::move(address);
+    return a;
+}
+
+Actor Actor::secret_scanning(std::string source, std::string address) {
+    Actor a;
+    a.type = Type::kSecretScanning;
+    a.user = std::move(source);
     a.address = std::move(address);
     return a;
 }
@@ -99,6 +108,9 @@ std::optional<AuditEvent> decode_audit_record(std::string_view key, std::string_
                 return std::nullopt;
             e.actor.type = Actor::Type::kAdmin;
             e.actor.user = actor.at("token").get<std::string>();
+        } else if (actor.at("type") == "secret_scanning") {
+            e.actor.type = Actor::Type::kSecretScanning;
+            e.actor.user = actor.at("source").get<std::string>();
         } else {
             e.actor.type = Actor::Type::kOperator;
             e.actor.user = actor.at("user").get<std::string>();

@@ -20,16 +20,19 @@ namespace keyauth {
 // from a client address nginx passed on), an operator at keyauthctl, or one
 // of the business's services through the admin API, by its admin token.
 struct Actor {
-    enum class Type { kConsole, kOperator, kAdmin };
+    enum class Type { kConsole, kOperator, kAdmin, kSecretScanning };
     Type type = Type::kOperator;
     Id account{};         // console
-    std::string user;     // operator: the login name running keyauthctl; admin: the token's name
+    // operator: the login name running keyauthctl; admin: the token's name;
+    // secret scanning: the scanner ("github")
+    std::string user;
     Id token{};           // admin: the token's id
     std::string address;  // console, admin: the client's address; operator: "local"
 
     static Actor console(const Id &account, std::string address);
     static Actor operator_named(std::string user);
     static Actor admin(const Id &token, std::string name, std::string address);
+    static Actor secret_scanning(std::string source, std::string address);
 };
 
 struct AuditEvent {

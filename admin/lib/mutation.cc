@@ -10,6 +10,7 @@ constexpr const char *kNames[kTableCount] = {
     KA_DB_CONSOLE_TOKENS, KA_DB_PLANS, KA_DB_META, KA_DB_AUDIT,
     KA_DB_ADMIN_TOKENS, KA_DB_EXTERNAL_IDS, KA_DB_CONSOLE_SESSIONS,
     KA_DB_WEBHOOKS, KA_DB_WEBHOOK_OUTBOX, KA_DB_WEBHOOK_DELIVERIES, KA_DB_WEBHOOK_DUE, KA_DB_WEBHOOK_MARKS,
+    KA_DB_REPORTED_LEAKS,
 };
 // One Table per named database but key_records and key_slots, where LMDB
 // keeps what the Tables keys_by_hash and keys name (lmdb_keys.h).
@@ -32,7 +33,8 @@ bool is_primary(Table table) noexcept {
 
 bool is_mirrored(Table table) noexcept {
     return is_primary(table) && table != Table::kAudit && table != Table::kAdminTokens &&
-           table != Table::kExternalIds && table != Table::kConsoleSessions && !is_webhook_table(table);
+           table != Table::kExternalIds && table != Table::kConsoleSessions && !is_webhook_table(table) &&
+           table != Table::kReportedLeaks;
 }
 
 bool is_webhook_table(Table table) noexcept {

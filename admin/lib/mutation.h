@@ -33,8 +33,9 @@ enum class Table : uint8_t {
     kWebhookDeliveries,
     kWebhookDue,
     kWebhookMarks,
+    kReportedLeaks,
 };
-inline constexpr size_t kTableCount = 16;
+inline constexpr size_t kTableCount = 17;
 
 // The LMDB database name; also the table's segment of the etcd keyspace.
 const char *table_name(Table table) noexcept;
@@ -44,8 +45,8 @@ std::optional<Table> table_named(std::string_view name) noexcept;
 bool is_primary(Table table) noexcept;
 // The primary tables an edge's LMDB holds: all but the audit trail and the
 // admin API's (admin tokens, the accounts' external ids and console
-// sessions), which only keyauthd and keyauthctl read (from etcd, in
-// many-edge mode).
+// sessions), webhooks and leak reports, which only keyauthd and
+// keyauthctl read (from etcd, in many-edge mode).
 bool is_mirrored(Table table) noexcept;
 // The webhook sender's tables (webhook_records.h): keyauthd's alone.
 bool is_webhook_table(Table table) noexcept;

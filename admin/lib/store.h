@@ -27,6 +27,7 @@
 #include "audit.h"
 #include "ids.h"
 #include "key_rules.h"
+#include "leak_records.h"
 #include "lmdb_backend.h"
 #include "records.h"
 #include "store_backend.h"
@@ -164,6 +165,26 @@ struct WebhookQueueGauges {
     uint64_t pending = 0;
     std::optional<int64_t> oldest_pending_ms;  // when the oldest pending event happened
     uint64_t outbox = 0;                       // events not yet fanned out
+};
+
+// A secret reported as leaked (store_leaks.cc; DESIGN, *Leaked keys revoke
+// themselves*). A key gets the deployment's --leak-action; an admin or
+// console token is always revoked: it is the business's own, and worse
+// in a stranger's hands than a key.
+enum class LeakAction { kRevoke, kNotify };
+enum class LeakedSecret { kNone, kKey, kAdminToken, kConsoleToken };
+
+struct LeakReportOrigin {
+    std::string source;  // who found it: "github", an admin token's name, ...
+    std::string url;     // where it was found; may be empty
+};
+
+struct LeakOutcome {
+    LeakedSecret kind = LeakedSecret::kNone;  // none: not a secret this store issued
+    bool revoked = false;   // this report revoked it
+    bool recorded = false;  // this report wrote anything (false: revoked before, or told before)
+    Id account{};           // a key's or a console token's account; zero for an admin token
+    Id target{};            // the key's or the admin token's id
 };
 
 // Who a console token belongs to.
@@ -365,6 +386,18 @@ public:
     // most `limit` of them (and every delivery of an endpoint that is
     // gone); returns how many.
     size_t prune_deliveries(int64_t before_ms, size_t limit);
+
+    // A reported secret: a key of this store (of any prefix it has made
+    // keys under), an admin token or a console token, by its hash; anything
+    // else is LeakedSecret::kNone and nothing is read. What the report does
+    // is audited (key.leak, key.revoke, admin_token.leak, ...; actor as
+    // given), and a key's report is kept for the console (key_leaks). A
+    // revoked secret, or a key reported again under kNotify, changes
+    // nothing. kInvalid naming "url" or "source" past leak_records.h's bounds.
+    LeakOutcome report_leak(std::string_view secret, LeakAction action, const LeakReportOrigin &origin,
+                            const Actor &actor = {});
+    // The reports of an account's keys, by key id.
+    std::map<Id, KeyLeak> key_leaks(const Id &account);
 
 private:
     // Computes a write with `plan(reads, mutation)` and applies it; see store_internal.h.

@@ -326,6 +326,31 @@ std::optional<ConsoleLogin> Store::console_login(std::string_view token) {
     return ConsoleLogin{t.account_id, acc->record.status != KA_ACCOUNT_ACTIVE};
 }
 
+namespace store_detail {
+
+// The token stops now: its record goes, and its session entry if it is one.
+LeakOutcome console_token_leak_in(RecordReader &r, Mutation &m, std::string_view hash, const LeakWrite &w) {
+    auto stored = r.get(Table::kConsoleTokens, hash);
+    if (!stored) return {};
+    TokenRecord t;
+    if (decode_token_record(stored->data(), stored->size(), t) != DecodeStatus::kOk)
+        corrupt("console token record is unreadable");
+    LeakOutcome out{LeakedSecret::kConsoleToken, false, false, t.account_id, Id{}};
+    if (t.expires_ms != 0 && w.now >= t.expires_ms) return out;  // stopped already
+    m.expect(Table::kConsoleTokens, hash, *stored);
+    m.erase(Table::kConsoleTokens, hash);
+    const std::string session = std::string(bytes(t.account_id)) + std::string(hash);
+    if (r.get(Table::kConsoleSessions, session)) m.erase(Table::kConsoleSessions, session);
+    AuditEvent &e = audit(w.events, w.actor, w.now, t.account_id, "account.console_token_leak", "account",
+                          id_to_string(kAccountIdPrefix, t.account_id));
+    e.change("consoleToken", "active", "revoked");
+    note_leak(e, w.origin);
+    out.revoked = out.recorded = true;
+    return out;
+}
+
+}  // namespace store_detail
+
 std::optional<Id> Store::account_for_console_token(std::string_view token) {
     auto login = console_login(token);
     if (!login || login->suspended) return std::nullopt;

@@ -24,6 +24,17 @@ AdminToken token_from(std::string_view v) {
     return *t;
 }
 
+// Revokes a live token in the write, with its audit event.
+void revoke_token(Mutation &m, std::string_view hash, std::string_view stored, AdminToken &t, int64_t now,
+                  const Actor &actor, std::vector<AuditEvent> &events) {
+    t.revoked_ms = now;
+    m.expect(Table::kAdminTokens, hash, stored);
+    m.put(Table::kAdminTokens, hash, encode_admin_token(t));
+    AuditEvent &e = audit(events, actor, now, Id{}, "admin_token.revoke", "admin_token",
+                          id_to_string(kAdminTokenIdPrefix, t.id));
+    e.change("status", "active", "revoked");
+}
+
 }  // namespace
 
 CreatedAdminToken Store::create_admin_token(std::string_view name, uint32_t scopes, Expiry expires_at,
@@ -76,18 +87,30 @@ AdminToken Store::revoke_admin_token(const Id &id, const Actor &actor) {
         if (!found) no_token(id);
         AdminToken t = token_from(found->second);
         if (t.revoked_ms) return t;  // nothing to write
-        const int64_t now = clock_();
-        t.revoked_ms = now;
-        m.expect(Table::kAdminTokens, found->first, found->second);
-        m.put(Table::kAdminTokens, found->first, encode_admin_token(t));
         std::vector<AuditEvent> events;
-        AuditEvent &e = audit(events, actor, now, Id{}, "admin_token.revoke", "admin_token",
-                              id_to_string(kAdminTokenIdPrefix, id));
-        e.change("status", "active", "revoked");
+        revoke_token(m, found->first, found->second, t, clock_(), actor, events);
         put_audit(r, m, events);
         return t;
     });
 }
+
+namespace store_detail {
+
+LeakOutcome admin_token_leak_in(RecordReader &r, Mutation &m, std::string_view hash, const LeakWrite &w) {
+    auto stored = r.get(Table::kAdminTokens, hash);
+    if (!stored) return {};
+    AdminToken t = token_from(*stored);
+    LeakOutcome out{LeakedSecret::kAdminToken, false, false, Id{}, t.id};
+    if (t.revoked_ms) return out;
+    revoke_token(m, hash, *stored, t, w.now, w.actor, w.events);
+    note_leak(audit(w.events, w.actor, w.now, Id{}, "admin_token.leak", "admin_token",
+                    id_to_string(kAdminTokenIdPrefix, t.id)),
+              w.origin);
+    out.revoked = out.recorded = true;
+    return out;
+}
+
+}  // namespace store_detail
 
 std::optional<AdminToken> Store::admin_login(std::string_view secret) {
     if (!secret_format_ok(secret, kAdminTokenPrefix)) return std::nullopt;

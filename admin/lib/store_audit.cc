@@ -1,6 +1,7 @@
 // The audit trail: the event each write records, its id, and the reads of
 // the trail (one account's, or every event).
 #include <algorithm>
+#include <map>
 
 #include "keyauth_schema.h"
 #include "store.h"
@@ -27,18 +28,25 @@ AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor, int64_t n
 // its range, ids being stored inverted). Two writers that picked the same
 // id collide on the guard and one computes its write again.
 void put_audit(RecordReader &r, Mutation &m, std::vector<AuditEvent> &events) {
+    // a write's events in their order, also within one millisecond: each
+    // steps past the one before it in the same trail (not yet in the store)
+    std::map<Id, Id> written;
+    auto step_past = [](Id &id, const Id &newest) {
+        if (newest < id) return;
+        id = newest;
+        for (size_t i = id.size(); i-- > 0 && ++id[i] == 0;) {
+        }
+    };
     for (AuditEvent &e : events) {
         e.id = generate_id(e.at_ms);
         const std::string trail = audit_key(e.account, Id{}).substr(0, KA_ID_LEN);
         r.scan(Table::kAudit, trail, trail, [&](std::string_view key, std::string_view v) {
             auto newest = decode_audit_record(key, v);
-            if (newest && newest->id >= e.id) {
-                e.id = newest->id;
-                for (size_t i = e.id.size(); i-- > 0 && ++e.id[i] == 0;) {
-                }
-            }
+            if (newest) step_past(e.id, newest->id);
             return false;
         });
+        if (auto before = written.find(e.account); before != written.end()) step_past(e.id, before->second);
+        written[e.account] = e.id;
         const std::string key = audit_key(e.account, e.id);
         m.expect(Table::kAudit, key, std::nullopt);
         m.put(Table::kAudit, key, encode_audit_record(e));

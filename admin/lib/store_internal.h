@@ -65,6 +65,22 @@ AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor, int64_t n
                   const char *action, const char *target_type, std::string target_id);
 void put_audit(RecordReader &r, Mutation &m, std::vector<AuditEvent> &events);
 
+// A reported secret's part of Store::report_leak's write, each beside the
+// records it changes; `hash` is SHA-256 of the secret. Each adds its audit
+// events to `events` (store_leaks.cc puts them).
+struct LeakWrite {
+    LeakAction action;
+    const LeakReportOrigin &origin;
+    const Actor &actor;
+    int64_t now;
+    std::vector<AuditEvent> &events;
+};
+LeakOutcome key_leak_in(RecordReader &r, Mutation &m, std::string_view hash, const LeakWrite &w);
+LeakOutcome admin_token_leak_in(RecordReader &r, Mutation &m, std::string_view hash, const LeakWrite &w);
+LeakOutcome console_token_leak_in(RecordReader &r, Mutation &m, std::string_view hash, const LeakWrite &w);
+// The audit change a leak report makes: "leak" from none to {source, url}.
+void note_leak(AuditEvent &e, const LeakReportOrigin &origin);
+
 // Writers that collided (etcd: several keyauthd creating keys at once)
 // retry at random moments, over a window that doubles, so that they do not
 // collide again in step.

@@ -6,6 +6,7 @@
 #include "key_format.h"
 #include "key_rules.h"
 #include "keyauth_schema.h"
+#include "leak_records.h"
 #include "quota_json.h"
 #include "rfc3339.h"
 #include "sha256.h"
@@ -214,24 +215,62 @@ KeyPage Store::list_keys(const Id &account, size_t limit, const std::optional<Id
     return page;
 }
 
+namespace {
+
+// Revokes a key that is not revoked, in the write, with its audit event.
+void revoke_found(RecordReader &r, Mutation &m, FoundKey &found, int64_t now, const Actor &actor,
+                  std::vector<AuditEvent> &events) {
+    KeyRecord &rec = found.record;
+    rec.status = KA_KEY_REVOKED;
+    rec.revoked_ms = now;
+    m.expect(Table::kKeysByHash, found.hash, found.stored);
+    m.put(Table::kKeysByHash, found.hash, encode_key_record(rec));
+    release_key(r, m, rec.account_id);
+    AuditEvent &e = audit(events, actor, now, rec.account_id, "key.revoke", "key",
+                          id_to_string(kKeyIdPrefix, rec.key_id));
+    e.change("status", "active", "revoked");
+}
+
+}  // namespace
+
 KeyRecord Store::revoke_key(const std::optional<Id> &owner, const Id &key_id, const Actor &actor) {
     return write([&](RecordReader &r, Mutation &m) {
         FoundKey found = owned_key(r, owner, key_id);
-        KeyRecord rec = std::move(found.record);
-        if (rec.status == KA_KEY_REVOKED) return rec;  // nothing to write
-        rec.status = KA_KEY_REVOKED;
-        rec.revoked_ms = clock_();
-        m.expect(Table::kKeysByHash, found.hash, found.stored);
-        m.put(Table::kKeysByHash, found.hash, encode_key_record(rec));
-        release_key(r, m, rec.account_id);
+        if (found.record.status == KA_KEY_REVOKED) return found.record;  // nothing to write
         std::vector<AuditEvent> events;
-        AuditEvent &e = audit(events, actor, rec.revoked_ms, rec.account_id, "key.revoke", "key",
-                              id_to_string(kKeyIdPrefix, key_id));
-        e.change("status", "active", "revoked");
+        revoke_found(r, m, found, clock_(), actor, events);
         put_audit(r, m, events);
-        return rec;
+        return found.record;
     });
 }
+
+namespace store_detail {
+
+LeakOutcome key_leak_in(RecordReader &r, Mutation &m, std::string_view hash, const LeakWrite &w) {
+    auto stored = r.get(Table::kKeysByHash, hash);
+    if (!stored) return {};
+    KeyRecordView view;
+    if (decode_key_record(stored->data(), stored->size(), view) != DecodeStatus::kOk)
+        corrupt("a reported key has an unreadable record");
+    FoundKey found{hash, *stored, view.to_owned()};
+    LeakOutcome out{LeakedSecret::kKey, false, false, found.record.account_id, found.record.key_id};
+    if (found.record.status == KA_KEY_REVOKED) return out;
+    const std::string leak_key = key_leak_key(out.account, out.target);
+    auto earlier = r.get(Table::kReportedLeaks, leak_key);
+    if (earlier && w.action == LeakAction::kNotify) return out;  // its account was told already
+    if (w.action == LeakAction::kRevoke) {
+        revoke_found(r, m, found, w.now, w.actor, w.events);
+        out.revoked = true;
+    }
+    m.expect(Table::kReportedLeaks, leak_key, earlier);
+    m.put(Table::kReportedLeaks, leak_key, encode_key_leak(KeyLeak{w.now, w.origin.source, w.origin.url, out.revoked}));
+    note_leak(audit(w.events, w.actor, w.now, out.account, "key.leak", "key", id_to_string(kKeyIdPrefix, out.target)),
+              w.origin);
+    out.recorded = true;
+    return out;
+}
+
+}  // namespace store_detail
 
 KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, const KeyChanges &changes,
                             const Actor &actor) {

@@ -18,7 +18,7 @@ constexpr Raised kRaised[] = {
     {"key.roll", "key.rolled"},            {"key.revoke", "key.revoked"},
     {"account.create", "account.created"}, {"account.update", "account.updated"},
     {"account.set_plan", "account.plan_changed"}, {"account.suspend", "account.suspended"},
-    {"account.resume", "account.resumed"},
+    {"account.resume", "account.resumed"}, {"key.leak", kKeyLeaked},
 };
 
 }  // namespace
@@ -52,10 +52,12 @@ std::optional<OutboxEvent> outbox_event_from(const AuditEvent &e) {
     out.type = *type;
     out.at_ms = e.at_ms;
     if (!is_none(e.account)) out.account = e.account;
-    nlohmann::json actor = {{"type", e.actor.type == Actor::Type::kConsole ? "console"
-                                     : e.actor.type == Actor::Type::kAdmin ? "admin"
-                                                                            : "operator"}};
+    nlohmann::json actor = {{"type", e.actor.type == Actor::Type::kConsole          ? "console"
+                                     : e.actor.type == Actor::Type::kAdmin          ? "admin"
+                                     : e.actor.type == Actor::Type::kSecretScanning ? "secret_scanning"
+                                                                                    : "operator"}};
     if (e.actor.type == Actor::Type::kAdmin) actor["token"] = e.actor.user;
+    if (e.actor.type == Actor::Type::kSecretScanning) actor["source"] = e.actor.user;
     out.data = {{"accountId", out.account ? nlohmann::json(id_to_string(kAccountIdPrefix, *out.account))
                                           : nlohmann::json(nullptr)},
                 {"actor", actor},

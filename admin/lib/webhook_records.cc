@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "json_record.h"
 #include "keyauth_schema.h"
-#include "le.h"
 #include "rfc3339.h"
 
 namespace keyauth {
@@ -13,24 +13,11 @@ namespace {
 using nlohmann::json;
 
 constexpr uint16_t kRecordV1 = 1;
-constexpr size_t kHead = 4;            // u16 version, u16 reserved
 constexpr size_t kMaxJson = 64 * 1024;  // an event's data is ids and changed fields
 
-std::string encode(const json &body) {
-    std::string out(kHead, '\0');
-    store_le<uint16_t>(reinterpret_cast<unsigned char *>(out.data()), kRecordV1);
-    return out + body.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string encode(const json &body) { return encode_json_record(kRecordV1, body); }
 
-std::optional<json> decode(std::string_view value) {
-    if (value.size() < kHead || value.size() > kHead + kMaxJson ||
-        load_le<uint16_t>(reinterpret_cast<const unsigned char *>(value.data())) != kRecordV1) {
-        return std::nullopt;
-    }
-    json body = json::parse(value.substr(kHead), nullptr, false);
-    if (!body.is_object()) return std::nullopt;
-    return body;
-}
+std::optional<json> decode(std::string_view value) { return decode_json_record(kRecordV1, value, kMaxJson); }
 
 Id id_at(std::string_view key, size_t at) {
     Id id{};
