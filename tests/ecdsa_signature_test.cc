@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "ec_test_keys.h"
 #include "etcd_codec.h"
@@ -120,6 +123,40 @@ TEST_F(Ecdsa, WhatIsNotAPublicKeyPemFails) {
     std::string nul = pem_;
     nul[30] = '\0';
     EXPECT_FALSE(ecdsa_p256_sha256_verify(nul, signature_, kBody));
+}
+
+TEST_F(Ecdsa, AKeyDecodedOnceChecksAsThePemDoes) {
+    const auto key = keyauth::EcdsaP256PublicKey::from_pem(pem_);
+    ASSERT_NE(key, nullptr);
+    EXPECT_TRUE(key->verify(signature_, kBody));
+    EXPECT_FALSE(key->verify(signature_, kBody + " "));
+    EXPECT_FALSE(key->verify("", kBody));
+    EXPECT_FALSE(key->verify(std::string(kMaxSignatureBase64Bytes + 4, 'A'), kBody));
+    auto p384 = make_test_key("EC", "P-384");
+    ASSERT_TRUE(p384);
+    EXPECT_EQ(keyauth::EcdsaP256PublicKey::from_pem(public_pem(p384.get())), nullptr);
+    EXPECT_EQ(keyauth::EcdsaP256PublicKey::from_pem(""), nullptr);
+    EXPECT_EQ(keyauth::EcdsaP256PublicKey::from_pem(std::string(kMaxPublicKeyPemBytes + 1, '\n') + pem_), nullptr);
+}
+
+TEST_F(Ecdsa, ADecodedKeyIsSharedByThreads) {
+    const auto key = keyauth::EcdsaP256PublicKey::from_pem(pem_);
+    ASSERT_NE(key, nullptr);
+    std::atomic<int> valid{0}, refused{0}, errors_left{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            for (int i = 0; i < 25; ++i) {
+                valid += key->verify(signature_, kBody);
+                refused += !key->verify(signature_, kBody + "x");
+            }
+            errors_left += ERR_peek_error() != 0;  // each thread has its own queue
+        });
+    }
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(valid.load(), 100);
+    EXPECT_EQ(refused.load(), 100);
+    EXPECT_EQ(errors_left.load(), 0);
 }
 
 }  // namespace

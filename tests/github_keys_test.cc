@@ -162,6 +162,20 @@ TEST_F(GithubKeysTest, FromAFileKnownKeysVerifyWithoutRereading) {
     EXPECT_EQ(keys.fetches(), 2u);
 }
 
+TEST_F(GithubKeysTest, AListedKeyNotOnP256MakesBadSignaturesNotAnUnknownKey) {
+    TempDir dir;
+    auto p384 = keyauth::testing::make_test_key("EC", "P-384");
+    ASSERT_TRUE(p384);
+    std::ofstream(dir.sub("keys.json")) << key_list({{kId1, keyauth::testing::public_pem(key1_.get()), false},
+                                                     {kId3, keyauth::testing::public_pem(p384.get()), true}});
+    GithubKeysOptions o = options_at("http://127.0.0.1:9/never-dialled");
+    o.file = dir.sub("keys.json");
+    GithubKeys keys(o);
+    EXPECT_EQ(keys.verify(kId3, signed_by(p384.get()), kBody), SignatureVerdict::kBadSignature);
+    EXPECT_EQ(keys.verify(kId1, signed_by(key1_.get()), kBody), SignatureVerdict::kValid);
+    EXPECT_EQ(keys.fetches(), 1u);
+}
+
 TEST_F(GithubKeysTest, AMissingFileIsUnavailable) {
     TempDir dir;
     GithubKeysOptions o = options_at("http://127.0.0.1:9/never-dialled");

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string_view>
+
+struct evp_pkey_st;  // OpenSSL's EVP_PKEY
 
 namespace keyauth {
 
@@ -21,5 +24,25 @@ inline constexpr size_t kMaxSignatureBase64Bytes = 512;
 // nothing on the thread's OpenSSL error queue.
 bool ecdsa_p256_sha256_verify(std::string_view public_key_pem, std::string_view signature_base64,
                               std::string_view message) noexcept;
+
+// The same check with the key parsed once: OpenSSL 3 takes about 0.3 ms to
+// decode a PEM key and 0.05 ms to check a signature, and the endpoint that
+// checks them is open to anyone. Immutable once made; shared by threads.
+class EcdsaP256PublicKey {
+public:
+    // Null unless `pem` is what ecdsa_p256_sha256_verify accepts as a key.
+    static std::shared_ptr<const EcdsaP256PublicKey> from_pem(std::string_view pem) noexcept;
+
+    // ecdsa_p256_sha256_verify with this key.
+    bool verify(std::string_view signature_base64, std::string_view message) const noexcept;
+
+    ~EcdsaP256PublicKey();
+    EcdsaP256PublicKey(const EcdsaP256PublicKey &) = delete;
+    EcdsaP256PublicKey &operator=(const EcdsaP256PublicKey &) = delete;
+
+private:
+    explicit EcdsaP256PublicKey(evp_pkey_st *key) : key_(key) {}
+    evp_pkey_st *key_;  // owned
+};
 
 }  // namespace keyauth

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "ecdsa_signature.h"
 #include "http_get.h"
 #include "strict_json.h"
 
@@ -126,7 +125,9 @@ bool GithubKeys::load(KeyMap &out, std::string &error) const noexcept {
         if (!read) return false;
         std::vector<GithubPublicKey> list;
         if (!parse_github_keys(text, list, error)) return false;
-        for (GithubPublicKey &k : list) out.emplace(std::move(k.key_identifier), std::move(k.key_pem));
+        for (GithubPublicKey &k : list) {
+            out.emplace(std::move(k.key_identifier), EcdsaP256PublicKey::from_pem(k.key_pem));
+        }
         return true;
     } catch (...) {  // std::bad_alloc
         error = "out of memory";
@@ -189,8 +190,8 @@ SignatureVerdict GithubKeys::verify(std::string_view key_identifier, std::string
         if (!keys) return SignatureVerdict::kUnavailable;
         const auto it = keys->find(key_identifier);
         if (it == keys->end()) return SignatureVerdict::kUnknownKey;
-        return ecdsa_p256_sha256_verify(it->second, signature_base64, body) ? SignatureVerdict::kValid
-                                                                            : SignatureVerdict::kBadSignature;
+        const bool valid = it->second != nullptr && it->second->verify(signature_base64, body);
+        return valid ? SignatureVerdict::kValid : SignatureVerdict::kBadSignature;
     } catch (...) {  // std::system_error from the mutex: nothing could be checked
         return SignatureVerdict::kUnavailable;
     }

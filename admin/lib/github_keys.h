@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ecdsa_signature.h"
+
 namespace keyauth {
 
 // GitHub's identifiers are 64 hex digits; anything much longer is not one.
@@ -86,7 +88,9 @@ public:
     std::string last_fetch_error() const;
 
 private:
-    using KeyMap = std::map<std::string, std::string, std::less<>>;  // identifier -> PEM
+    // identifier -> the key, decoded once per fetch; null for a key that is
+    // not P-256 (its signatures are bad ones, not an unknown key's)
+    using KeyMap = std::map<std::string, std::shared_ptr<const EcdsaP256PublicKey>, std::less<>>;
 
     std::shared_ptr<const KeyMap> keys_for(std::string_view key_identifier);
     bool load(KeyMap &out, std::string &error) const noexcept;
