@@ -1,6 +1,8 @@
 // A real HTTPS server on loopback for tests of the webhook sender: it
 // records every request (method, target, headers, body) and answers each by
-// a script (a status, headers such as Location, or no answer at all). Each
+// a script (a status, headers such as Location, or no answer at all). Made
+// with PlainHttp, it speaks plain HTTP instead, for clients an operator may
+// point at an http URL (GitHub's key list, tests/github_keys_test.cc). Each
 // connection has its own thread, so a held connection never stops the next
 // one. It listens on a port the kernel chose (no race for a free port) and
 // can say exactly whether anything connected to it: enough to show that a
@@ -84,8 +86,16 @@ struct ReceiverAnswer {
     }
 };
 
+// Constructor tag: the receiver speaks plain HTTP, without TLS.
+struct PlainHttp {};
+
 class HttpsReceiver {
 public:
+    explicit HttpsReceiver(PlainHttp, const std::string &address = "127.0.0.1") : address_(address) {
+        signal(SIGPIPE, SIG_IGN);
+        start();
+    }
+
     // Listens on `address` (127.0.0.1 or ::1) with the PEM certificate
     // chain and key given. ok() says whether it could; error() why not.
     HttpsReceiver(const std::string &cert_file, const std::string &key_file,
@@ -99,12 +109,7 @@ public:
             ERR_clear_error();
             return;
         }
-        if (!listen_on(address)) return;
-        if (pipe2(wake_, O_CLOEXEC) != 0) {
-            error_ = std::string("pipe: ") + std::strerror(errno);
-            return;
-        }
-        acceptor_ = std::thread([this] { accept_loop(); });
+        start();
     }
 
     ~HttpsReceiver() {
@@ -131,7 +136,7 @@ public:
     int port() const { return port_; }
     std::string url(const std::string &path = "/") const {
         const std::string host = address_.find(':') != std::string::npos ? "[" + address_ + "]" : address_;
-        return "https://" + host + ":" + std::to_string(port_) + path;
+        return (ctx_ != nullptr ? "https://" : "http://") + host + ":" + std::to_string(port_) + path;
     }
 
     // How the following requests are answered: each takes the next answer,
@@ -167,6 +172,29 @@ public:
 private:
     static constexpr size_t kMaxHead = 64 * 1024;
     static constexpr size_t kMaxBody = 16 * 1024 * 1024;
+
+    // One connection's bytes: through TLS, or straight on the socket.
+    struct Conn {
+        SSL *ssl = nullptr;
+        int fd = -1;
+        int read(char *buf, int len) const {
+            return ssl != nullptr ? SSL_read(ssl, buf, len)
+                                  : static_cast<int>(recv(fd, buf, static_cast<size_t>(len), 0));
+        }
+        int write(const char *data, int len) const {
+            return ssl != nullptr ? SSL_write(ssl, data, len)
+                                  : static_cast<int>(send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL));
+        }
+    };
+
+    void start() {
+        if (!listen_on(address_)) return;
+        if (pipe2(wake_, O_CLOEXEC) != 0) {
+            error_ = std::string("pipe: ") + std::strerror(errno);
+            return;
+        }
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
 
     bool listen_on(const std::string &address) {
         sockaddr_storage ss{};
@@ -213,9 +241,11 @@ private:
         timeval limit{30, 0};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-        SSL *ssl = SSL_new(ctx_);
+        SSL *ssl = ctx_ != nullptr ? SSL_new(ctx_) : nullptr;
+        const bool ready = ctx_ == nullptr || (ssl != nullptr && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1);
+        const Conn conn{ssl, fd};
         ReceivedRequest request;
-        if (ssl != nullptr && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1 && read_request(ssl, request)) {
+        if (ready && read_request(conn, request)) {
             ReceiverAnswer a;
             {
                 std::lock_guard<std::mutex> lock(mu_);
@@ -228,11 +258,11 @@ private:
                 changed_.wait(lock, [this] { return stopping_; });
             } else if (a.endless) {
                 // until the client goes (or the receiver does)
-                bool more = write_all(ssl, head_of(a, uint64_t{1} << 40));
-                while (more && !stopping()) more = write_all(ssl, std::string(16 * 1024, 'z'));
+                bool more = write_all(conn, head_of(a, uint64_t{1} << 40));
+                while (more && !stopping()) more = write_all(conn, std::string(16 * 1024, 'z'));
             } else {
-                write_all(ssl, head_of(a, a.body.size()) + a.body);
-                SSL_shutdown(ssl);
+                write_all(conn, head_of(a, a.body.size()) + a.body);
+                if (ssl != nullptr) SSL_shutdown(ssl);
             }
         }
         ERR_clear_error();
@@ -253,10 +283,10 @@ private:
         return head + "Content-Length: " + std::to_string(length) + "\r\nConnection: close\r\n\r\n";
     }
 
-    static bool write_all(SSL *ssl, const std::string &data) {
+    static bool write_all(const Conn &conn, const std::string &data) {
         size_t done = 0;
         while (done < data.size()) {
-            const int n = SSL_write(ssl, data.data() + done, static_cast<int>(std::min<size_t>(data.size() - done, 1 << 20)));
+            const int n = conn.write(data.data() + done, static_cast<int>(std::min<size_t>(data.size() - done, 1 << 20)));
             if (n <= 0) return false;
             done += static_cast<size_t>(n);
         }
@@ -264,13 +294,13 @@ private:
     }
 
     // One HTTP/1.1 request with a Content-Length body (what libcurl sends).
-    static bool read_request(SSL *ssl, ReceivedRequest &out) {
+    static bool read_request(const Conn &conn, ReceivedRequest &out) {
         std::string data;
         size_t head_end;
         char buf[16384];
         while ((head_end = data.find("\r\n\r\n")) == std::string::npos) {
             if (data.size() > kMaxHead) return false;
-            const int n = SSL_read(ssl, buf, sizeof buf);
+            const int n = conn.read(buf, sizeof buf);
             if (n <= 0) return false;
             data.append(buf, static_cast<size_t>(n));
         }
@@ -300,7 +330,7 @@ private:
         if (length > kMaxBody) return false;
         out.body = data.substr(head_end + 4);
         while (out.body.size() < length) {
-            const int n = SSL_read(ssl, buf, sizeof buf);
+            const int n = conn.read(buf, sizeof buf);
             if (n <= 0) return false;
             out.body.append(buf, static_cast<size_t>(n));
         }

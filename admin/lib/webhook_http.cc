@@ -10,6 +10,7 @@
 #include <cctype>
 #include <memory>
 
+#include "curl_easy.h"
 #include "curl_global.h"
 #include "webhook_address.h"
 #include "webhook_url.h"
@@ -102,14 +103,7 @@ bool same_name(const std::string &a, const char *b) {
     return lower == b;
 }
 
-struct SlistFree {
-    void operator()(curl_slist *l) const { curl_slist_free_all(l); }
-};
-struct EasyFree {
-    void operator()(CURL *e) const { curl_easy_cleanup(e); }
-};
-
-bool append(std::unique_ptr<curl_slist, SlistFree> &list, const std::string &line) {
+bool append(CurlSlist &list, const std::string &line) {
     curl_slist *more = curl_slist_append(list.get(), line.c_str());
     if (more == nullptr) return false;
     list.release();
@@ -169,7 +163,7 @@ WebhookHttpResult post_webhook(const std::string &url,
     CurlUrl parsed = parse_webhook_url(url, error);
     if (!parsed) return failed("refused: " + error);
 
-    std::unique_ptr<curl_slist, SlistFree> list;
+    CurlSlist list;
     bool has_content_type = false;
     for (const auto &[name, value] : headers) {
         if (!header_name_ok(name) || !header_text_ok(value)) {
@@ -185,7 +179,7 @@ WebhookHttpResult post_webhook(const std::string &url,
     }
 
     if (!curl_global_ready()) return failed("http: libcurl could not be initialised");
-    std::unique_ptr<CURL, EasyFree> handle(curl_easy_init());
+    CurlEasy handle(curl_easy_init());
     if (!handle) return failed("http: libcurl could not allocate a handle");
     CURL *e = handle.get();
 
@@ -194,17 +188,11 @@ WebhookHttpResult post_webhook(const std::string &url,
     t.ca_file = &options.ca_file;
     t.easy = e;
     char buffer[CURL_ERROR_SIZE] = "";
-    const long timeout_ms = std::max<long>(1, static_cast<long>(options.timeout.count()));  // 0 is "none"
 
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, buffer);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM
+    curl_guard_transfer(e, buffer, options.timeout);  // no redirect, no proxy, the timeout
     curl_easy_setopt(e, CURLOPT_CURLU, parsed.get());
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    // "" and "*": neither the environment's proxies nor any other
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_checked_socket);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &t);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -226,8 +214,6 @@ WebhookHttpResult post_webhook(const std::string &url,
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, see_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 
     const CURLcode code = curl_easy_perform(e);
     WebhookHttpResult result;
