@@ -99,6 +99,23 @@ function forgetSecret() {
   $('secret-box').hidden = true;
 }
 
+// A key reported as leaked (a secret scanner found it in public): said in
+// its status cell, with where it was found (a link only to an https page).
+function leakNote(td, leak) {
+  if (!leak) return;
+  td.classList.add('leaked');
+  td.append(leak.revoked ? ' — leaked' : ' — reported leaked', document.createElement('br'));
+  const where = document.createElement(leak.url && leak.url.startsWith('https://') ? 'a' : 'span');
+  where.textContent = leak.url ? 'found by ' + leak.source : 'reported by ' + leak.source;
+  if (where.tagName === 'A') {
+    where.href = leak.url;
+    where.rel = 'noopener noreferrer';
+    where.target = '_blank';
+    where.title = leak.url;
+  }
+  td.append(where, ' ' + when(leak.reportedAt));
+}
+
 async function loadKeys() {
   const page = await api('GET', '/v1/keys' + pageQuery(keyCursors));
   const rows = $('key-rows');
@@ -111,7 +128,7 @@ async function loadKeys() {
     cell(tr, k.scopes.join(' '));
     cell(tr, k.rateLimitPerMinute === k.requestedRateLimitPerMinute
       ? k.rateLimitPerMinute : k.rateLimitPerMinute + ' (asked ' + k.requestedRateLimitPerMinute + ')');
-    cell(tr, k.status, 'status-' + k.status);
+    leakNote(cell(tr, k.status, 'status-' + k.status), k.leak);
     cell(tr, when(k.createdAt));
     cell(tr, when(k.expiresAt));
     cell(tr, when(k.lastUsedAt));
@@ -136,7 +153,9 @@ async function loadAudit() {
   for (const e of page.events) {
     const tr = document.createElement('tr');
     cell(tr, when(e.at));
-    cell(tr, e.actor.type === 'console' ? 'console' : 'operator ' + e.actor.user);
+    cell(tr, e.actor.type === 'console' ? 'console'
+      : e.actor.type === 'secret_scanning' ? 'secret scanning (' + e.actor.source + ')'
+      : e.actor.type === 'admin' ? 'admin ' + e.actor.token : 'operator ' + e.actor.user);
     cell(tr, e.action);
     cell(tr, e.target.type + ' ' + e.target.id);
     cell(tr, Object.entries(e.changes)

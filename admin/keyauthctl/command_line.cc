@@ -65,6 +65,12 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
   key revoke KEY_ID [--account ACC_ID]
         with --account, a key of another account is not found (key show,
         update, roll and revoke alike)
+  key report-leak --secret-stdin [--url URL] [--source NAME] [--notify]
+        a secret found where it must not be (a key, an admin token kaa_...
+        or a console token kac_...), read from standard input: a key of
+        this deployment is revoked (--notify: only recorded and announced
+        as key.leaked), a token always; audited with the URL where it was
+        found. Prints its hex SHA-256, its type and what was done
   audit list [--account ACC_ID] [--limit N] [--cursor EVT_ID]
         who changed what, newest first: one account's trail, or every event;
         --limit 1 to 1000 (default 100)
@@ -241,6 +247,11 @@ const std::vector<Command> kCommands = {
      true},
     {"key", "roll", {"KEY_ID"}, {{"account", false, false}, {"grace-seconds", false, false}}, true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},
+    {"key",
+     "report-leak",
+     {},
+     {{"secret-stdin", false, false, true}, {"url", false, false}, {"source", false, false}, {"notify", false, false, true}},
+     true},
     {"audit", "list", {}, {{"account", false, false}, {"limit", false, false}, {"cursor", false, false}}, true},
     {"usage",
      "report",

@@ -75,14 +75,16 @@ json account_json(keyauth::Store &store, const keyauth::Account &given,
 
 json key_json(keyauth::Store &store, const keyauth::KeyRecord &key) {
     const int64_t now = store.now();
-    return keyauth::key_to_json(key, entitlement_of(store, key.account_id), now, key_quota_used(key, now));
+    json j = keyauth::key_to_json(key, entitlement_of(store, key.account_id), now, key_quota_used(key, now));
+    keyauth::set_leak(j, store.key_leaks(key.account_id), key.key_id);
+    return j;
 }
 
 std::string key_line(const json &k) {
     std::string scopes;
     for (const auto &s : k["scopes"]) scopes += (scopes.empty() ? "" : ",") + s.get<std::string>();
     return terminal_safe(k["id"].get<std::string>() + "  " + k["prefix"].get<std::string>() + "...  " +
-                         k["status"].get<std::string>() + "  " +
+                         k["status"].get<std::string>() + (k.value("leak", json()).is_null() ? "" : " (leaked)") + "  " +
                          std::to_string(k["rateLimitPerMinute"].get<uint32_t>()) + "/min  " + scopes + "  " +
                          k["name"].get<std::string>()) +
            "\n";

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "command_support.h"
+#include "leak_outcome.h"
 #include "commands.h"
 #include "key_json.h"
 
@@ -109,9 +110,11 @@ int key_list(keyauth::Store &store, const Args &a) {
     uint32_t ent = entitlement_of(store, account);
     json arr = json::array();
     std::string text;
+    const auto leaks = store.key_leaks(account);
     for (const auto &k : page.keys) {
         const int64_t now = store.now();
         arr.push_back(keyauth::key_to_json(k, ent, now, key_quota_used(k, now)));
+        keyauth::set_leak(arr.back(), leaks, k.key_id);
         text += key_line(arr.back());
     }
     json next = page.next ? json(keyauth::id_to_string(keyauth::kKeyIdPrefix, *page.next)) : json(nullptr);
@@ -170,6 +173,32 @@ int key_roll(keyauth::Store &store, const Args &a) {
     return 0;
 }
 
+// The secret on standard input (one line; never an argument, which every
+// local user could read in the process list), then the one report step
+// behind GitHub's and the admin API's reports.
+int key_report_leak(keyauth::Store &store, const Args &a) {
+    if (!a.has("secret-stdin"))
+        throw UsageError("key report-leak reads the secret from standard input: give --secret-stdin");
+    std::string secret;
+    char c;
+    while (std::cin.get(c) && c != '\n') {
+        if (secret.size() == 256) throw InputError("the secret on standard input is over 256 bytes: no key or token is");
+        secret.push_back(c);
+    }
+    if (!secret.empty() && secret.back() == '\r') secret.pop_back();
+    if (secret.empty()) throw InputError("no secret on standard input");
+    keyauth::LeakReportOrigin origin{a.opt("source").value_or("keyauthctl"), a.opt("url").value_or("")};
+    const auto action = a.has("notify") ? keyauth::LeakAction::kNotify : keyauth::LeakAction::kRevoke;
+    keyauth::ReportedSecret r = keyauth::report_secret(store, secret, "", action, origin, operator_actor());
+    json j = keyauth::reported_secret_json(r);
+    std::string text = !r.ours() ? "not a key or token of this deployment: nothing changed\n"
+                       : !r.outcome.recorded ? r.token_type + " of this deployment, revoked or reported before: nothing changed\n"
+                       : r.token_type + (r.outcome.revoked ? " revoked" : " recorded as leaked (not revoked)") +
+                             (j["keyId"].is_null() ? "" : ": " + j["keyId"].get<std::string>()) + "\n";
+    print(a.as_json, j, text);
+    return 0;
+}
+
 int key_revoke(keyauth::Store &store, const Args &a) {
     auto rec = store.revoke_key(owner_arg(a), key_arg(a), operator_actor());
     json j = key_json(store, rec);
@@ -187,6 +216,7 @@ int run_key(keyauth::Store &store, const Args &a) {
     if (verb == "update") return key_update(store, a);
     if (verb == "roll") return key_roll(store, a);
     if (verb == "revoke") return key_revoke(store, a);
+    if (verb == "report-leak") return key_report_leak(store, a);
     throw UsageError("unknown key command \"" + verb + "\"");
 }
 

@@ -7,6 +7,8 @@
 #include "auth_header.h"
 #include "catalog_json.h"
 #include "key_json.h"
+#include "leak_outcome.h"
+#include "leak_report.h"
 #include "money.h"
 #include "quota_json.h"
 #include "rfc3339.h"
@@ -32,6 +34,7 @@ const AdminApi::Route AdminApi::kRoutes[] = {
     {"PATCH", "/v1/admin/keys/{id}", kScopeKeysWrite, &AdminApi::update_key},
     {"POST", "/v1/admin/keys/{id}/roll", kScopeKeysWrite, &AdminApi::roll_key},
     {"POST", "/v1/admin/keys/{id}/revoke", kScopeKeysWrite, &AdminApi::revoke_key},
+    {"POST", "/v1/admin/keys/report-leak", kScopeKeysWrite, &AdminApi::report_leak},
     {"GET", "/v1/admin/usage", kScopeUsageRead, &AdminApi::get_usage},
     {"GET", "/v1/admin/usage/report", kScopeUsageRead, &AdminApi::get_usage_report},
     {"GET", "/v1/admin/audit", kScopeAuditRead, &AdminApi::list_audit},
@@ -433,6 +436,34 @@ HttpResponse AdminApi::revoke_key(const Call &c) {
     HttpResponse missing;
     auto owner = key_owner(c, missing);
     return owner ? keys_.revoke_key(*owner, c.actor, c.params.at(0)) : missing;
+}
+
+// A secret the business's own scanner or support desk found: the same step
+// as GitHub's reports (leak_api.h), with this token's name as the source
+// unless the body names one.
+HttpResponse AdminApi::report_leak(const Call &c) {
+    HttpResponse refused;
+    std::optional<json> parsed = object_body(c.req, refused);
+    if (!parsed) return refused;
+    const json &body = *parsed;
+    if (auto r = only_fields(body, {"secret", "url", "source"}, "secret, url, source")) return *r;
+    if (!body.contains("secret") || !body["secret"].is_string() || body["secret"].get_ref<const std::string &>().empty())
+        return invalid("secret", "secret must be the reported key or token, a string");
+    // the token's name, cut to a source's bound on a character's edge
+    std::string name = c.token.name.substr(0, kMaxLeakSourceBytes);
+    if (name.size() < c.token.name.size())
+        while (!name.empty() && (static_cast<unsigned char>(c.token.name[name.size()]) & 0xc0) == 0x80) name.pop_back();
+    LeakReportOrigin origin{name, ""};
+    for (const char *field : {"url", "source"}) {
+        if (!body.contains(field)) continue;
+        if (!body[field].is_string()) return invalid(field, std::string(field) + " must be a string");
+        (field[0] == 'u' ? origin.url : origin.source) = body[field].get<std::string>();
+    }
+    if (origin.source.empty()) return invalid("source", "source must not be empty");
+    const std::string &secret = body["secret"].get_ref<const std::string &>();
+    if (secret.size() > kMaxReportedTokenBytes)
+        return invalid("secret", "secret is over 256 bytes: no key or token is that long");
+    return json_response(200, reported_secret_json(report_secret(store_, secret, "", leak_action_, origin, c.actor)));
 }
 
 HttpResponse AdminApi::list_audit(const Call &c) {

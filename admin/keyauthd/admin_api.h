@@ -29,6 +29,8 @@ public:
     // endpoint's secret is derived from; without one, POST
     // /v1/admin/webhooks answers 503 WEBHOOKS_UNAVAILABLE.
     void set_webhook_key(const std::optional<WebhookKey> &key) { webhook_key_ = key; }
+    // What POST /v1/admin/keys/report-leak does to a key (--leak-action).
+    void set_leak_action(LeakAction action) { leak_action_ = action; }
 
     // Never throws: every failure becomes a JSON error response.
     HttpResponse handle(const HttpRequest &req) noexcept;
@@ -64,6 +66,7 @@ private:
     HttpResponse update_key(const Call &c);
     HttpResponse roll_key(const Call &c);
     HttpResponse revoke_key(const Call &c);
+    HttpResponse report_leak(const Call &c);
     HttpResponse get_usage(const Call &c);
     HttpResponse get_usage_report(const Call &c);
     HttpResponse list_audit(const Call &c);
@@ -91,6 +94,7 @@ private:
     UsageSource *usage_;
     KeyApi keys_;
     std::optional<WebhookKey> webhook_key_;
+    LeakAction leak_action_ = LeakAction::kRevoke;
 };
 
 // The route template of a path of the admin API (metrics label it so, never

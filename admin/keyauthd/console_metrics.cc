@@ -25,7 +25,9 @@ std::string number(double v, int digits = 6) {
 }  // namespace
 
 std::string_view metrics_route(std::string_view path) noexcept {
-    if (path == "/v1/keys" || path == "/v1/audit" || path == "/v1/account" || path == "/metrics") return path;
+    if (path == "/v1/keys" || path == "/v1/audit" || path == "/v1/account" || path == "/metrics" ||
+        path == "/v1/secret-scanning/github")
+        return path;
     constexpr std::string_view keys = "/v1/keys/";
     if (path.substr(0, keys.size()) != keys) return "other";
     std::string_view rest = path.substr(keys.size());

@@ -101,7 +101,11 @@ HttpResponse KeyApi::list_keys(const Id &account, const HttpRequest &req) {
     KeyPage page = store_.list_keys(account, limit, after);
     const uint32_t entitlement = entitlement_of(account);
     json keys = json::array();
-    for (const auto &k : page.keys) keys.push_back(key_json(k, entitlement));
+    const std::map<Id, KeyLeak> leaks = store_.key_leaks(account);
+    for (const auto &k : page.keys) {
+        keys.push_back(key_json(k, entitlement));
+        set_leak(keys.back(), leaks, k.key_id);
+    }
     std::string usage_error = add_usage(account, page.keys, keys);
     json next = page.next ? json(id_to_string(kKeyIdPrefix, *page.next)) : json(nullptr);
     HttpResponse r = json_response(200, json{{"keys", keys}, {"nextCursor", next}});
@@ -113,6 +117,7 @@ HttpResponse KeyApi::list_keys(const Id &account, const HttpRequest &req) {
 // One key, with its usage.
 HttpResponse KeyApi::one_key(const Id &account, const KeyRecord &key, int status) {
     json obj = key_json(key, entitlement_of(account));
+    set_leak(obj, store_.key_leaks(account), key.key_id);
     std::string usage_error = add_usage(account, {key}, obj);
     HttpResponse r = json_response(status, obj);
     r.internal_error = std::move(usage_error);

@@ -18,6 +18,8 @@
 #include "console_api.h"
 #include "console_metrics.h"
 #include "http_server.h"
+#include "leak_api.h"
+#include "leak_report.h"
 #include "no_core_dumps.h"
 #include "options.h"
 #include "etcd_backend.h"
@@ -81,13 +83,26 @@ int main(int argc, char **argv) {
         std::unique_ptr<keyauth::QuotaUsageSource> quota_usage =
             keyauth::make_quota_usage_source(opt.usage_db, usage_etcd, prefix);
         keyauth::ConsoleApi api(store, usage.get(), quota_usage.get());
+        // GitHub's secret scanning reports (public, through nginx): its
+        // signing keys are read on the first report, never here
+        keyauth::GithubKeysOptions github;
+        github.url = opt.github_keys_url;
+        github.file = opt.github_keys_file;
+        keyauth::GithubKeys github_keys(github);
+        const keyauth::LeakAction leak_action =
+            opt.leak_notify ? keyauth::LeakAction::kNotify : keyauth::LeakAction::kRevoke;
+        keyauth::SecretScanningApi scanning(store, github_keys, leak_action);
+        limits.large_body_paths = {keyauth::SecretScanningApi::kGithubPath};
+        limits.large_body = keyauth::kMaxLeakReportBytes;
         // GET /metrics on the same listener (the nginx configs proxy only
         // /v1/keys and /v1/audit, so it stays on loopback)
         keyauth::ConsoleMetrics metrics;
         store.set_write_observer([&metrics](double seconds) { metrics.observe_write(seconds); });
         keyauth::HttpServer server(
-            [&api, &metrics, &store](const keyauth::HttpRequest &r) {
-                return r.path == "/metrics" ? metrics.handle(r, store) : api.handle(r);
+            [&api, &metrics, &store, &scanning](const keyauth::HttpRequest &r) {
+                if (r.path == "/metrics") return metrics.handle(r, store);
+                if (r.path == keyauth::SecretScanningApi::kGithubPath) return scanning.handle(r);
+                return api.handle(r);
             },
             limits,
             [&metrics](const keyauth::ExchangeLog &x) {
@@ -105,8 +120,10 @@ int main(int argc, char **argv) {
         keyauth::AdminApi admin(store, usage.get(), quota_usage.get());
         std::unique_ptr<keyauth::HttpServer> admin_server;
         if (!opt.admin_listen.empty()) {
+            keyauth::HttpServerLimits admin_limits = limits;
+            admin_limits.large_body_paths.clear();  // 64 KiB bodies everywhere
             admin_server = std::make_unique<keyauth::HttpServer>(
-                [&admin](const keyauth::HttpRequest &r) { return admin.handle(r); }, limits,
+                [&admin](const keyauth::HttpRequest &r) { return admin.handle(r); }, admin_limits,
                 [&metrics](const keyauth::ExchangeLog &x) {
                     keyauth::log_exchange(x);
                     metrics.observe_admin_request(x.method, keyauth::admin_route_template(x.path), x.status,
@@ -136,6 +153,7 @@ int main(int argc, char **argv) {
             if (!webhook_key) webhooks_off = "webhook key: " + key_error;
         }
         admin.set_webhook_key(webhook_key);
+        admin.set_leak_action(leak_action);
         std::unique_ptr<keyauthd::WebhookRole> webhooks;
         if (webhook_key) {
             keyauth::WebhookSenderOptions so;

@@ -83,6 +83,20 @@ head, its body (408) and its answer.
                   how often quota thresholds and keys about to expire are
                   looked for (default 60, 1 to 3600), when an endpoint wants
                   quota.threshold or key.expiring
+  --github-keys-url URL
+                  where GitHub's secret scanning signing keys are read
+                  (default https://api.github.com/meta/public_keys/secret_scanning),
+                  on the first report, never at start; again at most once
+                  a minute when a report names a key not yet known
+  --github-keys-file F
+                  read those keys from this file instead (GitHub's JSON
+                  layout): a host that must not reach GitHub
+  --leak-action revoke|notify
+                  what a key reported as leaked gets (POST
+                  /v1/secret-scanning/github, POST /v1/admin/keys/report-leak):
+                  revoked at once (default), or only recorded, audited and
+                  announced (key.leaked). Admin and console tokens are
+                  always revoked
   --map-size MIB  the map to start with: at least this, and never less than
                   the store was last written with (default: as written, 4096
                   for a new store; the file is sparse). A write that fills it
@@ -98,7 +112,7 @@ Options parse_options(int argc, char **argv) {
     Options o;
     std::string map_mib, max_conn, trusted;
     bool allow_remote = false;
-    std::string lease, timeout, scan;
+    std::string lease, timeout, scan, keys_url, leak_action;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "-h" || a == "--help") {
@@ -132,6 +146,9 @@ Options parse_options(int argc, char **argv) {
                             : a == "--webhook-lease-seconds" ? &lease
                             : a == "--webhook-timeout" ? &timeout
                             : a == "--webhook-scan-seconds" ? &scan
+                            : a == "--github-keys-url" ? &keys_url
+                            : a == "--github-keys-file" ? &o.github_keys_file
+                            : a == "--leak-action"     ? &leak_action
                                                        : nullptr;
         if (slot == nullptr) kCli.error("unknown argument \"" + a + "\"");
         // an empty value is a missing one (it would read as "not given")
@@ -173,6 +190,16 @@ Options parse_options(int argc, char **argv) {
     }
     if (!timeout.empty()) o.webhook_timeout_seconds = kCli.bounded("--webhook-timeout", timeout, 1, 10, "seconds");
     if (!scan.empty()) o.webhook_scan_seconds = kCli.bounded("--webhook-scan-seconds", scan, 1, 3600, "seconds");
+    if (!keys_url.empty()) {
+        if (!o.github_keys_file.empty()) kCli.error("give --github-keys-url or --github-keys-file, not both");
+        if (keys_url.rfind("https://", 0) != 0 && keys_url.rfind("http://", 0) != 0)
+            kCli.error("--github-keys-url needs an https:// (or http://) URL");
+        o.github_keys_url = keys_url;
+    }
+    if (!leak_action.empty()) {
+        if (leak_action != "revoke" && leak_action != "notify") kCli.error("--leak-action takes revoke or notify");
+        o.leak_notify = leak_action == "notify";
+    }
     if (!max_conn.empty()) o.max_connections = kCli.bounded("--max-connections", max_conn, 1, 65536, "a number");
     return o;
 }

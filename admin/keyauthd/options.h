@@ -35,6 +35,12 @@ struct Options {
     size_t webhook_lease_seconds = 10;
     size_t webhook_timeout_seconds = 10;
     size_t webhook_scan_seconds = 60;
+    // GitHub's secret scanning (DESIGN, *Leaked keys revoke themselves*):
+    // where its signing keys are read (a URL, or a file instead), and what
+    // a reported key of this deployment gets
+    std::string github_keys_url = "https://api.github.com/meta/public_keys/secret_scanning";
+    std::string github_keys_file;
+    bool leak_notify = false;  // --leak-action notify; default revoke
 };
 
 // Exits 0 after printing the usage for -h/--help, 2 on a usage error.

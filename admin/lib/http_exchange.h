@@ -32,6 +32,10 @@ struct HttpRequest {
     std::string content_type;
     std::string accept;  // the Accept header (the usage report's CSV or JSON)
     std::string client_address;  // for the audit trail (http_server.cc says whose)
+    // GitHub's secret scanning signs its reports: Github-Public-Key-Identifier
+    // and Github-Public-Key-Signature, as sent (empty when absent).
+    std::string github_key_identifier;
+    std::string github_key_signature;
     std::string body;
 };
 

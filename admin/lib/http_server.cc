@@ -121,7 +121,7 @@ public:
         : srv_(srv),
           stream_(std::move(socket)),
           deadline_(stream_.get_executor()),
-          buffer_(srv.limits.max_header_bytes + srv.limits.max_body + 4096) {
+          buffer_(srv.limits.max_header_bytes + std::max(srv.limits.max_body, srv.limits.large_body) + 4096) {
         beast::error_code ec;
         auto ep = stream_.socket().remote_endpoint(ec);
         // canonical, so that a v4 peer of a dual-stack listener is 1.2.3.4
@@ -237,16 +237,34 @@ private:
                                 });
     }
 
+    // The body limit of the request whose head is `head`: its path's, read
+    // from the request line (the parser checks Content-Length against the
+    // limit as it reads the head).
+    size_t body_limit_for(std::string_view head) const {
+        const size_t start = head.find(' ');
+        if (start == std::string_view::npos || srv_.limits.large_body_paths.empty()) return srv_.limits.max_body;
+        std::string_view target = head.substr(start + 1, head.find_first_of(" ?\r\n", start + 1) - start - 1);
+        for (const std::string &p : srv_.limits.large_body_paths) {
+            if (target == p) return std::max(srv_.limits.max_body, srv_.limits.large_body);
+        }
+        return srv_.limits.max_body;
+    }
+
+    HttpResponse too_large() const {
+        return closing(json_error(413, "PAYLOAD_TOO_LARGE",
+                                  "The body is larger than " + std::to_string(body_limit_ / 1024) + " KiB"));
+    }
+
     void parse_head(size_t head_bytes) {
         disarm_deadline();
         beast::error_code ec;
         auto data = buffer_.cdata();
+        body_limit_ = body_limit_for(std::string_view(static_cast<const char *>(data.data()), head_bytes));
+        parser_->body_limit(body_limit_);
         size_t used = parser_->put(net::const_buffer(data.data(), head_bytes), ec);
         buffer_.consume(used);
         if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;
-        if (ec == http::error::body_limit) {
-            return respond(server_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB"));
-        }
+        if (ec == http::error::body_limit) return respond(too_large());
         if (ec) return respond(server_error(400, "BAD_REQUEST", "Malformed HTTP request"));
         const auto &req = parser_->get();
         log_.started = std::chrono::steady_clock::now();
@@ -309,9 +327,7 @@ private:
                                         state_ == State::kHead ? "The request head took too long"
                                                                : "The request body took too long"));
         }
-        if (ec == http::error::body_limit) {
-            return respond(server_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB"));
-        }
+        if (ec == http::error::body_limit) return respond(too_large());
         if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
             ec != http::error::end_of_stream && ec != http::error::partial_message &&
             ec != http::error::buffer_overflow) {
@@ -376,6 +392,8 @@ private:
         const std::string real_ip_value = real_ip == req.end() ? std::string() : std::string(real_ip->value());
         in.client_address =
             client_address(remote_, real_ip == req.end() ? nullptr : &real_ip_value, srv_.trusted_proxies);
+        in.github_key_identifier = std::string(req["Github-Public-Key-Identifier"]);
+        in.github_key_signature = std::string(req["Github-Public-Key-Signature"]);
         in.body = req.body();
         return srv_.handler(in);
     }
@@ -552,6 +570,7 @@ private:
     unsigned deadline_generation_ = 0;
     bool timed_out_ = false;
     beast::flat_buffer buffer_;
+    size_t body_limit_ = 0;  // this request's
     std::optional<http::request_parser<http::string_body>> parser_;
     http::response<http::string_body> res_;
     std::optional<http::response_serializer<http::string_body>> serializer_;

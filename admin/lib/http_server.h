@@ -23,6 +23,11 @@ struct HttpServerLimits {
     size_t max_header_fields = 100;        // more: 431
     size_t max_header_bytes = 16 * 1024;   // request line + fields; more: 431 (414 for the line)
     size_t max_body = kMaxRequestBody;  // more: 413
+    // Paths whose bodies may be larger, up to large_body (GitHub's secret
+    // scanning reports: 1 MiB); the limit is chosen from the request line
+    // before a byte of the body is read.
+    std::vector<std::string> large_body_paths;
+    size_t large_body = 0;
     std::chrono::milliseconds idle_timeout{5000};   // keep-alive, waiting for a first byte
     std::chrono::milliseconds head_timeout{10000};  // first byte to the end of the head: 408
     std::chrono::milliseconds body_timeout{10000};  // the whole body: 408

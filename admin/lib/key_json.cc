@@ -47,7 +47,13 @@ nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64
         {"quotaManaged", key.quota_managed},
         {"lastUsedAt", nullptr},
         {"usage", {{"allowed", 0}, {"rateLimited", 0}}},
+        {"leak", nullptr},
     };
+}
+
+void set_leak(nlohmann::json &key, const std::map<Id, KeyLeak> &leaks, const Id &key_id) {
+    auto it = leaks.find(key_id);
+    key["leak"] = it == leaks.end() ? nlohmann::json(nullptr) : key_leak_to_json(it->second);
 }
 
 nlohmann::json account_to_json(const AccountOnPlan &on, std::optional<uint64_t> quota_used, int64_t now_ms) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "records.h"
@@ -24,10 +25,13 @@ const char *key_status(const KeyRecord &key, int64_t now_ms);
 // revokedAt, expiresAt, rolledFrom, rolledTo, quota (null, or with
 // quota_used: what the key's roll chain used this period, quota_usage.h),
 // quotaManaged (an operator set the quota: the console may only lower it);
-// lastUsedAt and usage are null here (the console fills them in). Never
-// the secret or its hash.
+// lastUsedAt and usage are null here (the console fills them in), and
+// leak (set_leak). Never the secret or its hash.
 nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64_t now_ms,
                            std::optional<uint64_t> quota_used = 0);
+// Fills in leak: the key's report (leak_records.h: {source, url,
+// reportedAt, revoked}) when it was reported as leaked, else null.
+void set_leak(nlohmann::json &key, const std::map<Id, KeyLeak> &leaks, const Id &key_id);
 // Fills in usage {allowed, rateLimited} and lastUsedAt (null if never used).
 void set_usage(nlohmann::json &key, const UsageTotals &usage);
 
