@@ -1,4 +1,5 @@
-// Authorization header -> Bearer token -> key format check, and log redaction:
+// Authorization header -> Bearer token -> key format check (of the default
+// head and tokens, and of a key of any prefix NAME), and log redaction:
 // the bytes every request brings before anything is looked up. The request
 // path's parse and check are tuned (pointer scans, tables, the checksum
 // decoded); each is held against a plain reference of the documented rule.
@@ -54,7 +55,25 @@ bool reference_format_ok(std::string_view s, std::string_view prefix) {
     return s.substr(body) == checksum_text(s.substr(0, body));
 }
 
+// key_format.h's rule for a key of any prefix NAME: 2 to 10 of [a-z0-9],
+// not "kac" or "kaa", then '_' and the rule above.
+bool reference_key_ok(std::string_view s) {
+    size_t u = s.find('_');
+    if (u == std::string_view::npos || u < 2 || u > 10) return false;
+    std::string_view name = s.substr(0, u);
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+    return name != "kac" && name != "kaa" && reference_format_ok(s, s.substr(0, u + 1));
+}
+
 void check_format(std::string_view token) {
+    if (keyauth::key_format_ok(token) != reference_key_ok(token)) __builtin_trap();
+    // with its checksum made right, for any head the token has
+    if (token.size() > keyauth::kChecksumChars) {
+        std::string fixed(token.substr(0, token.size() - keyauth::kChecksumChars));
+        fixed += checksum_text(fixed);
+        if (keyauth::key_format_ok(fixed) != reference_key_ok(fixed)) __builtin_trap();
+    }
     for (std::string_view prefix : {keyauth::kKeyPrefix, keyauth::kConsoleTokenPrefix}) {
         if (keyauth::secret_format_ok(token, prefix) != reference_format_ok(token, prefix)) __builtin_trap();
         // the same token with its checksum made right: random bytes seldom

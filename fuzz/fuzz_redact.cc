@@ -1,9 +1,14 @@
 // Log masking: the bytes of any log line, as a client shaped them, with a
-// secret planted at a chosen offset, plain or percent-encoded, and the line
-// cut at a chosen length (as nginx cuts its lines). Whatever the bytes: the
-// length is kept, only '*' is written, a second pass changes nothing, no
-// "ka_"/"kac_"/"kaa_" is left followed by more than its 12-character prefix, and
-// nothing of the planted secret past its prefix survives.
+// secret planted at a chosen offset, plain or percent-encoded, of the default
+// head or of a deployment's own prefix NAME, and the line cut at a chosen
+// length (as nginx cuts its lines). Whatever the bytes: the length is kept,
+// only '*' is written, a second pass changes nothing, no "ka_"/"kac_"/"kaa_"
+// is left followed by more than its 12-character prefix, no other NAME head
+// is left followed by more than its prefix of a run that is a whole body or
+// holds an uppercase letter, and nothing of the planted secret past its
+// prefix survives (unless it was cut before its body's first uppercase
+// letter: redact.h's rule for a NAME it does not know).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -14,8 +19,15 @@
 
 namespace {
 
-// A key-shaped secret (its checksum is not checked by the masker).
-const std::string kSecret = "ka_0123456789ABCDEFGHIJKLMNOPQRSTUVwxyz01";
+// A key-shaped body (its checksum is not checked by the masker): its first
+// uppercase letter is its 11th character.
+const std::string kBody = "0123456789ABCDEFGHIJKLMNOPQRSTUVwxyz01";
+constexpr size_t kFirstUpper = 10;
+// Heads: the default, and NAMEs of 2, 4 and 10 characters (none starting
+// with a hex digit, which a "%X" cut before it would take into an escape).
+const std::string kHeads[] = {"ka_", "x9_", "zeta_", "xyzw123456_"};
+
+bool name_char(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); }
 
 bool base62(unsigned char c) {
     return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
@@ -50,11 +62,14 @@ std::string decode(const std::string &s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     if (size < 4) return 0;
-    // data[0..1]: where the secret goes, data[2]: encoded or not, data[3]: where the line is cut
+    // data[0..1]: where the secret goes, data[2]: encoded or not and its
+    // head, data[3]: where the line is cut
     size_t rest = size - 4;
     size_t at = (static_cast<size_t>(data[0]) << 8 | data[1]) % (rest + 1);
     bool enc = data[2] & 1;
-    std::string secret = enc ? keyauth::testing::percent_encoded(kSecret) : kSecret;
+    const std::string &head = kHeads[(data[2] >> 1) % 4];
+    const std::string plain = head + kBody;
+    std::string secret = enc ? keyauth::testing::percent_encoded(plain) : plain;
     std::string line(reinterpret_cast<const char *>(data + 4), at);
     line += secret;
     line.append(reinterpret_cast<const char *>(data + 4 + at), rest - at);
@@ -83,11 +98,28 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         while (i + n < text.size() && base62(static_cast<unsigned char>(text[i + n]))) n++;
         if (n > keyauth::kDisplayPrefixLen) __builtin_trap();
     }
+    // no NAME head followed by more than its prefix of a secret-like run
+    for (size_t u = 0; u < text.size(); u++) {
+        if (text[u] != '_') continue;
+        size_t name = 0;
+        while (name < u && name < keyauth::kMaxKeyPrefixName && name_char(static_cast<unsigned char>(text[u - name - 1])))
+            name++;
+        if (name < keyauth::kMinKeyPrefixName) continue;
+        size_t n = 0;
+        bool upper = false;
+        for (; u + 1 + n < text.size() && base62(static_cast<unsigned char>(text[u + 1 + n])); n++)
+            upper = upper || (text[u + 1 + n] >= 'A' && text[u + 1 + n] <= 'Z');
+        if ((upper || n >= keyauth::kRandomChars) && name + 1 + n > keyauth::kDisplayPrefixLen) __builtin_trap();
+    }
 
     // the planted secret: every byte past its prefix is masked, as far as the line goes
     size_t per_char = enc ? 3 : 1;
-    for (size_t k = at + per_char * keyauth::kDisplayPrefixLen; k < at + secret.size() && k < out.size(); k++) {
-        if (out[k] != '*') __builtin_trap();
+    const size_t in_line = std::min(line.size() - at, secret.size()) / per_char;  // its characters there
+    const bool any_length = head == "ka_";
+    if (any_length || in_line >= secret.size() / per_char || in_line > head.size() + kFirstUpper) {
+        for (size_t k = at + per_char * keyauth::kDisplayPrefixLen; k < at + secret.size() && k < out.size(); k++) {
+            if (out[k] != '*') __builtin_trap();
+        }
     }
     return 0;
 }

@@ -55,6 +55,9 @@
 #define KA_META_SCHEMA_VERSION  "schema_version"  /* u32 */
 #define KA_META_CATALOG_VERSION "catalog_version" /* u64, bumped by every plans import */
 #define KA_META_FX_USD_INR      "fx_usd_inr"      /* fx record */
+/* keyauthd's and keyauthctl's alone (the edge takes a key of any prefix):
+ * never mirrored to an edge */
+#define KA_META_KEY_PREFIX      "key_prefix"      /* JSON: the key prefix NAMEs, newest first */
 /* Written only by keyauth-syncd, in the same write transaction as the records
  * they cover; like schema_version they belong to the environment and are never
  * mirrored from etcd. */

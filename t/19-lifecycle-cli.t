@@ -32,21 +32,6 @@ sub epoch {
     return timegm($s, $mi, $h, $d, $mo - 1, $y) + "0.$f";
 }
 
-# keyauthctl without --json: (exit code, stdout, stderr)
-sub ctl_text {
-    my ($t, @args) = @_;
-    my ($out, $err) = map { $t->dir . "/text.$_" } qw(out err);
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open STDOUT, '>', $out or die $!;
-        open STDERR, '>', $err or die $!;
-        exec { $t->{ctl} } $t->{ctl}, $t->store_args, @args or die "exec: $!";
-    }
-    waitpid $pid, 0;
-    my $slurp = sub { open my $fh, '<', $_[0] or return ''; local $/; <$fh> // '' };
-    return ($? >> 8, $slurp->($out), $slurp->($err));
-}
-
 # A refusal by the store: exit 1, its code in the message, nothing on stdout.
 sub refused {
     my ($t, $code, $what, @args) = @_;
@@ -111,7 +96,7 @@ sub lifecycle {
     is $never->{expiresAt}, undef, 'key update --expires-at never';
     is $never->{id}, $K, '... the same key';
     push @actions, ('key.update') x 5;
-    my ($trc, $text) = ctl_text($t, 'key', 'update', $K, '--name', 'first');
+    my ($trc, $text) = $t->ctl_text('key', 'update', $K, '--name', 'first');
     is $trc, 0, 'key update in text';
     like $text, qr/^key \Q$K\E updated\n\Q$K\E  \S+\.\.\.  active  600\/min  ip:read,geo:read  first\n\z/,
          '... says so, with the key line';
@@ -138,14 +123,14 @@ sub lifecycle {
     refused($t, 'KEY_ALREADY_ROLLED', 'roll the predecessor again', 'key', 'roll', $K);
 
     # roll without grace, in text: the predecessor is revoked now
-    ($trc, $text, $err) = ctl_text($t, 'key', 'roll', $r->{id});
+    ($trc, $text, $err) = $t->ctl_text('key', 'roll', $r->{id});
     is $trc, 0, 'key roll in text' or diag $err;
     my ($R2, $secret2) = $text =~ /^key (key_\w+) created\nsecret \(shown once\): (ka_\w+)\nkey \Q$r->{id}\E revoked now\n\z/;
     ok $R2 && $secret2, '... the successor, its secret once, and "revoked now"' or diag $text;
     push @secrets, $secret2;
     push @actions, 'key.roll';
     is $t->ctl('key', 'show', $r->{id})->{status}, 'revoked', '... revoked it is';
-    ($trc, $text) = ctl_text($t, 'key', 'roll', $R2, '--grace-seconds', 60);
+    ($trc, $text) = $t->ctl_text('key', 'roll', $R2, '--grace-seconds', 60);
     like $text, qr/^key \Q$R2\E stops at \d{4}-\d\d-\d\dT[\d:.]+Z$/m, 'a roll with grace says when the old key stops';
     my ($R3) = $text =~ /^key (key_\w+) created$/m;
     push @secrets, $text =~ /\(shown once\): (ka_\w+)/;
@@ -209,7 +194,7 @@ sub lifecycle {
     is $rot->{id}, $A, '... of the account';
     is console_get($t, $tok0), 401, '... the old one is refused by keyauthd at once';
     is console_get($t, $tok1), 200, '... the new one works';
-    ($trc, $text) = ctl_text($t, 'account', 'rotate-token', $A, '--grace-seconds', 120);
+    ($trc, $text) = $t->ctl_text('account', 'rotate-token', $A, '--grace-seconds', 120);
     push @actions, 'account.rotate_token';
     my ($tok2) = $text =~ /new console token \(shown once\): (kac_\w+)$/m;
     ok $tok2, 'rotate-token in text: the token once' or diag $text;
@@ -246,14 +231,14 @@ sub lifecycle {
     is_deeply [map { $_->{id} } @paged], [map { $_->{id} } @events], 'audit list --limit 4 --cursor: the same, page by page';
 
     # in text: one line per event
-    ($trc, $text) = ctl_text($t, 'audit', 'list', '--account', $A);
+    ($trc, $text) = $t->ctl_text('audit', 'list', '--account', $A);
     my @lines = split /\n/, $text;
     is scalar @lines, scalar @events, 'audit list in text: one line per event';
     like $lines[0], qr/^\S+Z  operator:\Q$OPERATOR\E  account\.rotate_token  account \Q$A\E  graceSeconds: null -> 120$/,
          '... time, actor, action, target, changes';
 
     # no secret or token shown in this test is anywhere in the trail
-    my $everything = join "\n", map { (ctl_text($t, @$_))[1] }
+    my $everything = join "\n", map { ($t->ctl_text(@$_))[1] }
         ['--json', 'audit', 'list', '--account', $A, '--limit', 1000], ['--json', 'audit', 'list', '--limit', 1000],
         ['audit', 'list', '--limit', 1000];
     ok length $everything > 1000, 'the whole trail, in JSON and text';
@@ -325,14 +310,14 @@ sub terminal_escapes {
     is forge_lmdb($t->db, 'key_records', $placeholder, $EVIL), 1, '... and the key';
 
     my $text;
-    ($rc, $text) = ctl_text($t, 'account', 'list');
+    ($rc, $text) = $t->ctl_text('account', 'list');
     my ($line) = grep { /^\Q$A\E / } split /\n/, $text;
     is $line, "$A  600/min  active  $EVIL_SHOWN", 'account list: the name escaped';
-    ($rc, $text) = ctl_text($t, 'account', 'show', $A);
+    ($rc, $text) = $t->ctl_text('account', 'show', $A);
     like $text, qr/^\Q$A\E  600\/min  active  \Q$EVIL_SHOWN\E$/m, 'account show: the same';
-    ($rc, $text) = ctl_text($t, 'key', 'list', '--account', $A);
+    ($rc, $text) = $t->ctl_text('key', 'list', '--account', $A);
     like $text, qr/^\Q$K\E  ka_\S+\.\.\.  active  60\/min  ip:read  \Q$EVIL_SHOWN\E$/, 'key list: the name escaped';
-    ($rc, $text) = ctl_text($t, 'key', 'show', $K);
+    ($rc, $text) = $t->ctl_text('key', 'show', $K);
     like $text, qr/^\Q$K\E .*  \Q$EVIL_SHOWN\E$/m, 'key show: the same';
 
     # the trail: a rename away from the forged name, then an operator whose
@@ -344,13 +329,13 @@ sub terminal_escapes {
         $t->ctl('account', 'update', $A, '--name', 'calm too');
     }
     my $actor_shown = $< == 0 ? $EVIL_SHOWN : $LOGIN;
-    ($rc, $text) = ctl_text($t, 'audit', 'list', '--account', $A, '--limit', 2);
+    ($rc, $text) = $t->ctl_text('audit', 'list', '--account', $A, '--limit', 2);
     my @lines = split /\n/, $text;
     like $lines[1], qr/^\S+Z  operator:\Q$OPERATOR\E  key\.update  key \Q$K\E  name: "\Q$EVIL_SHOWN\E" -> "calm"$/,
          'audit list: the old name escaped in the change';
     like $lines[0], qr/^\S+Z  operator:\Q$actor_shown\E  account\.update  account \Q$A\E  name: "\Q$EVIL_SHOWN\E" -> "calm too"$/,
          $< == 0 ? '... and the actor SUDO_USER named under sudo as root' : '... and the account\'s old name';
-    unlike join('', map { (ctl_text($t, @$_))[1] } ['account', 'list'], ['key', 'list', '--account', $A],
+    unlike join('', map { ($t->ctl_text(@$_))[1] } ['account', 'list'], ['key', 'list', '--account', $A],
                 ['audit', 'list', '--account', $A]),
            qr/[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae/, 'no control character in any of it';
     my $events = $t->ctl('audit', 'list', '--account', $A, '--limit', 2)->{events};

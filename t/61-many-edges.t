@@ -104,6 +104,18 @@ subtest 'a key made on keyauthd A works on both edges' => sub {
     mirrors_equal_etcd('after a create');
 };
 
+# Issue 47: the edges need no list of a deployment's key prefixes; the prefix
+# lives in etcd (never mirrored), and every keyauthd reads it there.
+subtest 'a key prefix set on etcd: new keys take it, keys of both prefixes work on both edges' => sub {
+    my $before = create_key($A);
+    is $A->ctl('config', 'set', 'key-prefix', 'edge2')->{keyPrefix}, 'edge2', 'keyauthctl --etcd config set key-prefix';
+    my $k = create_key($B);
+    like $k->{secret}, qr/^edge2_[0-9A-Za-z]{38}$/, 'the other keyauthd makes edge2_ keys';
+    ok everywhere($k->{secret}, 200), 'an edge2_ key is accepted on every edge';
+    ok everywhere($before->{secret}, 200), 'and a ka_ key still is';
+    mirrors_equal_etcd('after a prefix change');
+};
+
 subtest 'revocations on keyauthd B reach both edges' => sub {
     my $n = 200;
     my $made = $A->ctl('key', 'create', '--account', $acc->{id}, '--name', 'r', '--scope', 'ip:read',

@@ -87,6 +87,36 @@ TEST_F(EdgeAuthTest, InvalidKeysNeverLeakTheSecretIntoTheReason) {
     }
 }
 
+// Issue 47 item 1: the edge does not know the deployment's key prefixes.
+// Keys of every NAME it has had answer; a typo in a custom-prefix key is
+// refused by its checksum before any lookup; a well-formed key of another
+// NAME is looked up and not found; a console or admin token is no key.
+TEST_F(EdgeAuthTest, KeysOfEveryPrefixTheDeploymentHadAreAccepted) {
+    store.set_key_prefix("acme");
+    const CreatedKey acme = store.create_key(acc, "acme", {"ip:read"}, 100);
+    store.set_key_prefix("z9");
+    const CreatedKey z9 = store.create_key(acc, "z9", {"ip:read"}, 100);
+    ASSERT_EQ(z9.secret.substr(0, 3), "z9_");
+    for (const CreatedKey *k : std::initializer_list<const CreatedKey *>{&key, &acme, &z9}) {
+        auto r = auth("Bearer " + k->secret);
+        EXPECT_EQ(r.verdict, KA_AUTH_OK) << k->secret << ": " << r.reason;
+        EXPECT_EQ(std::string(r.prefix, r.prefix_len), k->secret.substr(0, 12));
+    }
+    std::string typo = acme.secret;
+    typo[10] = typo[10] == 'A' ? 'B' : 'A';
+    auto r = auth("Bearer " + typo);
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
+    EXPECT_NE(std::string(r.reason).find("not a well-formed"), std::string::npos) << r.reason;
+    r = auth("Bearer " + generate_secret("other_"));
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
+    EXPECT_NE(std::string(r.reason).find("unknown"), std::string::npos) << r.reason;
+    for (std::string_view token : {kConsoleTokenPrefix, kAdminTokenPrefix}) {
+        r = auth("Bearer " + generate_secret(token));
+        EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
+        EXPECT_NE(std::string(r.reason).find("not a well-formed"), std::string::npos) << r.reason;
+    }
+}
+
 TEST_F(EdgeAuthTest, RevokedKeyIsInvalidAtOnce) {
     ASSERT_EQ(auth(bearer()).verdict, KA_AUTH_OK);
     store.revoke_key(acc, key.key.key_id);

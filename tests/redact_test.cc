@@ -46,8 +46,9 @@ TEST(Redact, MasksLongerRunsAndKeysWithBadChecksums) {
 }
 
 TEST(Redact, LeavesOrdinaryTextAlone) {
-    for (std::string s : {"ka_short", "kayak_0123456789012345678901234567890123456789",
-                          "kac_ ", "ka", "", "no secrets here"}) {
+    // ("kayak_" + 40 digits, here before issue 47, is shaped like a key of
+    // the prefix NAME "kayak" now: MasksKeysOfACustomPrefix)
+    for (std::string s : {"ka_short", "kayak_0123456789", "kac_ ", "ka", "", "no secrets here"}) {
         size_t n = 9;
         EXPECT_EQ(redacted(s, &n), s);
         EXPECT_EQ(n, 0u);
@@ -191,18 +192,118 @@ TEST(Redact, TouchesNothingButSecretsAndIsIdempotent) {
 // "ka" glued to "_..." holds the start of the next secret. Skipping the run
 // missed that secret; masking the run first destroyed its head (the masker
 // before issue 13 did that to a secret glued after a 32-character run).
+// Since issue 47 the head of the next secret is the longest NAME the run
+// ends with (ACustomPrefixKeyGluedToAWord): "23456789ka_", "abka_".
 TEST(Redact, ASecretStartingWithTheLastCharactersOfARun) {
     std::string secret = generate_secret(kKeyPrefix);
     std::string tail = secret.substr(12);
     // a short run ending in "ka", then the secret's "_..."
     std::string out = redacted("ka_123456789" + secret);
-    EXPECT_EQ(out, "ka_123456789**_" + secret.substr(3, 9) + std::string(29, '*'));
+    EXPECT_EQ(out, "ka_123456789**_" + secret.substr(3, 1) + std::string(37, '*'));
     // a run of any length, too short to mask: "ka_abka_..."
-    EXPECT_EQ(redacted("ka_ab" + secret), "ka_ab" + masked_head(secret, secret.size()));
+    EXPECT_EQ(redacted("ka_ab" + secret), "ka_abka_" + secret.substr(3, 7) + std::string(31, '*'));
     // a chain of heads
     EXPECT_EQ(redacted("ka_ka_kac_" + secret.substr(3)), "ka_ka_kac_" + secret.substr(3, 8) + std::string(30, '*'));
-    // a secret whose last characters are "ka", followed by "_" and another one
-    std::string first = secret.substr(0, 39) + "ka", second = generate_secret(kKeyPrefix);
+    // a secret whose last characters are "Zka", followed by "_" and another one
+    std::string first = secret.substr(0, 38) + "Zka", second = generate_secret(kKeyPrefix);
     out = redacted(first + second.substr(2));
     EXPECT_EQ(out, masked_head(first, first.size()) + "_" + second.substr(3, 9) + std::string(29, '*'));
+}
+
+// Issue 47 item 1: a deployment names its own key prefix ("acme_..."), and
+// the masker does not know it. A head NAME + "_" (NAME 2 to 10 of [a-z0-9])
+// counts when the base62 run after it is a whole secret body (32 characters
+// or more) or holds an uppercase letter (a secret cut by a log writer almost
+// always does: 26 of 62 characters are); a lowercase word or an id after an
+// underscore ("keyauth_zone", "key_0195...") is not one.
+namespace {
+
+// A key of that prefix whose body starts with an uppercase letter, so that
+// every cut of it past the prefix holds one.
+std::string custom_key(const std::string &name) {
+    for (;;) {
+        std::string s = generate_secret(name + "_");
+        if (s[name.size() + 1] >= 'A' && s[name.size() + 1] <= 'Z') return s;
+    }
+}
+
+}  // namespace
+
+TEST(Redact, MasksKeysOfACustomPrefix) {
+    for (std::string name : {"ab", "acme", "x9", "abcdefghij"}) {
+        std::string key = generate_secret(name + "_");
+        size_t n = 0;
+        std::string out = redacted("http header: \"Authorization: Bearer " + key + "\"", &n);
+        EXPECT_EQ(n, 1u) << name;
+        EXPECT_EQ(out, "http header: \"Authorization: Bearer " + key.substr(0, 12) + std::string(key.size() - 12, '*') +
+                           "\"")
+            << name;
+    }
+}
+
+TEST(Redact, ACustomPrefixKeyCutAnywhereKeepsOnlyItsPrefix) {
+    for (std::string name : {"ab", "abcdefghij"}) {
+        std::string secret = custom_key(name);
+        for (std::string tail : {"", "\n", "\" 414", "...", "...\" (2: No such file or directory)\n"}) {
+            for (size_t n = 0; n <= secret.size(); n++) {
+                std::string out = redacted("request: \"GET /v1/ip/1.1.1.1?api_key=" + secret.substr(0, n) + tail);
+                EXPECT_EQ(out, "request: \"GET /v1/ip/1.1.1.1?api_key=" + masked_head(secret, n) + tail)
+                    << name << " " << n << " " << tail;
+            }
+        }
+    }
+}
+
+TEST(Redact, MasksPercentEncodedKeysOfACustomPrefix) {
+    std::string secret = generate_secret("abcdefghij_");
+    for (bool lower : {false, true}) {
+        std::string enc = percent_encoded(secret, lower);
+        EXPECT_EQ(redacted("GET /?api_key=" + enc + "&x=1 HTTP/1.1"),
+                  "GET /?api_key=" + enc.substr(0, 3 * kDisplayPrefixLen) +
+                      std::string(3 * (secret.size() - kDisplayPrefixLen), '*') + "&x=1 HTTP/1.1");
+    }
+    // only the underscore encoded, and cut
+    std::string cut = custom_key("acme");
+    cut = cut.substr(0, 20);
+    EXPECT_EQ(redacted("k=acme%5F" + cut.substr(5)), "k=acme%5F" + cut.substr(5, 7) + std::string(8, '*'));
+}
+
+TEST(Redact, LeavesOrdinaryWordsWithUnderscoresAlone) {
+    for (std::string s : {"invalid number of arguments in \"keyauth_zone\" directive",
+                          "unknown directive \"keyauth_shared_limits\" in /etc/nginx/nginx.conf:12",
+                          "\"large_client_header_buffers\"", "large_client_header_buffers",
+                          "{\"path\":\"/v1/keys/key_0195a3b4c5d6e7f8a9b0c1d2\",\"status\":200}",
+                          "/v1/keys/key_0195a3b4c5d6e7f8a9b0c1d2", "no account acc_0195a3b4c5d6e7f8a9b0c1d2",
+                          "proxy_pass_request_headers off;", "x_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                          "MDB_NOTFOUND: No matching key/data pair found"}) {
+        size_t n = 9;
+        EXPECT_EQ(redacted(s, &n), s);
+        EXPECT_EQ(n, 0u) << s;
+    }
+}
+
+// Written down: a run cut by a log writer before any uppercase letter (and
+// short of 32 characters) is taken for a word. A secret's first n characters
+// are lowercase or digits with probability (36/62)^n: 1 in 4,000 for 15
+// characters of which 7 to 13 would then show, 1 in 20 million for 31.
+TEST(Redact, ACutRunOfLowercaseAndDigitsAfterACustomHeadIsAWord) {
+    EXPECT_EQ(redacted("k=acme_0123456789abcdef"), "k=acme_0123456789abcdef");
+    EXPECT_EQ(redacted("k=acme_0123456789abcdeF"), "k=acme_0123456*********");
+    // a whole body, lowercase or not, is a secret
+    EXPECT_EQ(redacted("acme_" + std::string(32, 'a')), "acme_aaaaaaa" + std::string(25, '*'));
+    // and the console's, the admin API's and the default heads keep the any-length rule
+    EXPECT_EQ(redacted("ka_0123456789abc"), "ka_012345678****");
+}
+
+// A head glued to a word may start anywhere in it: the longest one (10
+// characters) is taken, so that nothing past the prefix of any secret it
+// could be survives.
+TEST(Redact, ACustomPrefixKeyGluedToAWord) {
+    std::string key = generate_secret("acme_");
+    std::string out = redacted("Authorization: Bearer" + key);
+    EXPECT_EQ(out.find(key.substr(12)), std::string::npos) << out;
+    EXPECT_EQ(out, "Authorization: Bearer" + key.substr(0, 7) + std::string(key.size() - 7, '*'));
+    // a key of NAME "xka" is no "ka_" key glued to an "x"
+    std::string xka = generate_secret("xka_");
+    EXPECT_EQ(redacted(" " + xka), " " + xka.substr(0, 12) + std::string(xka.size() - 12, '*'));
 }

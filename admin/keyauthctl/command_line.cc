@@ -123,6 +123,13 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
   fx set RATE
         the exchange rate, INR per USD: a positive decimal, at most 6 decimals
   fx show
+  config set key-prefix NAME
+        new keys are NAME_... (2 to 10 lowercase letters or digits, not kac
+        or kaa; the default is ka), so that a secret scanner can tell this
+        deployment's keys from others'; keys of earlier prefixes keep working
+  config show
+        the key prefix, the earlier ones, and the regular expressions to
+        register with a secret scanner for keys, admin and console tokens
   doctor [--user USER]
         check the store without changing it: schema, permissions, map usage,
         and whether USER (the nginx worker user) can use it; exit 1 on a failure
@@ -288,6 +295,8 @@ const std::vector<Command> kCommands = {
     {"plans", "show", {"PLAN_ID"}, {}, true},
     {"fx", "set", {"RATE"}, {}, true},
     {"fx", "show", {}, {}, true},
+    {"config", "set", {"SETTING", "NAME"}, {}, true},
+    {"config", "show", {}, {}, true},
 };
 
 // Options every command takes (--map-size: those that open the store).

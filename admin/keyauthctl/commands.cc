@@ -136,6 +136,7 @@ int run(keyauth::Store &store, const Args &a) {
     if (group == "usage") return run_usage(store, a);
     if (group == "admin-token") return run_admin_token(store, a);
     if (group == "webhook") return run_webhook(store, a);
+    if (group == "config") return run_config(store, a);
     return run_key(store, a);
 }
 

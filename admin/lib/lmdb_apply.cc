@@ -141,7 +141,7 @@ void apply_records(MDB_txn *txn, const LmdbTables &tables, const std::vector<Rec
     for (const RecordChange &c : changes) {
         if (!is_primary(c.table))
             refuse(std::string(table_name(c.table)) + " is derived: its records are not applied");
-        if (c.table == Table::kMeta && !is_mirrored_meta(c.key))
+        if (c.table == Table::kMeta && !is_primary_meta(c.key))
             refuse("meta \"" + c.key + "\" belongs to this environment: it is not applied");
         if (c.table == Table::kKeysByHash) {
             key_changes.push_back(&c);

@@ -35,7 +35,7 @@ LmdbTables open_tables(MDB_txn *txn);
 // key_records under its key id (in id order: new keys append, which fills
 // LMDB's pages), account_keys and its slot; a put replaces whatever record
 // its hash had, and a record whose id another hash's key holds is refused. Refuses, with StoreError and nothing further applied, a record
-// of a derived table, a meta name that is not mirrored, or a key record whose
+// of a derived table, a meta name that is not primary (mutation.h), or a key record whose
 // layout it cannot read (its index entries could not be computed): the
 // caller aborts the transaction. LMDB errors throw lmdb::error.
 // key_slots is updated in the same transaction, unless `slots` is kDeferred:

@@ -46,6 +46,10 @@ bool is_mirrored_meta(std::string_view name) noexcept {
     return name == KA_META_CATALOG_VERSION || name == KA_META_FX_USD_INR;
 }
 
+bool is_primary_meta(std::string_view name) noexcept {
+    return is_mirrored_meta(name) || name == KA_META_KEY_PREFIX;
+}
+
 void Mutation::put(Table table, std::string_view key, std::string value) {
     changes.push_back(RecordChange{table, std::string(key), std::move(value)});
 }

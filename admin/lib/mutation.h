@@ -51,8 +51,11 @@ bool is_mirrored(Table table) noexcept;
 // The webhook sender's tables (webhook_records.h): keyauthd's alone.
 bool is_webhook_table(Table table) noexcept;
 // meta holds primary records (catalog_version, fx_usd_inr) beside the
-// environment's own (schema_version): only these names are ever applied.
+// environment's own (schema_version): only these names are ever mirrored.
 bool is_mirrored_meta(std::string_view name) noexcept;
+// The meta names a mutation may write: the mirrored ones and key_prefix
+// (the store's alone, never an edge's).
+bool is_primary_meta(std::string_view name) noexcept;
 
 // One primary record written (value) or deleted (no value).
 struct RecordChange {

@@ -331,6 +331,15 @@ public:
     FxRecord set_exchange_rate(uint64_t inr_per_usd_micro, const Actor &actor = {});
     std::optional<FxRecord> exchange_rate();
 
+    // The deployment's key prefix NAME (key_format.h; store_config.cc): new
+    // keys are NAME_..., keys of an earlier NAME keep working (the edge takes
+    // any NAME). kInvalid "keyPrefix" for a NAME outside the grammar; audit
+    // action config.set_key_prefix in the operator's trail; the current NAME
+    // again changes nothing. Both return every NAME the store has had,
+    // newest (the current) first: {"ka"} until one is set.
+    std::vector<std::string> set_key_prefix(std::string_view name, const Actor &actor = {});
+    std::vector<std::string> key_prefixes();
+
     // Admin tokens (admin_tokens.h), in the operator's own audit trail:
     // kInvalid naming "name", "scopes" (none) or "expiresAt" (not in the
     // future, or past ten years).

@@ -59,6 +59,10 @@ void set_external_id(RecordReader &r, Mutation &m, const Id &account, const std:
                      AuditEvent &e);
 void validate_quota(const Quota &q, bool total_ok, const char *field);
 
+// The current key prefix (NAME + "_") for a write that makes a key, guarded:
+// a prefix set meanwhile makes the write read again (store_config.cc).
+std::string key_prefix_for_write(RecordReader &r, Mutation &m);
+
 // An audit event for the write being computed, in the trail of `account`
 // (zero: the operator's own); put_audit gives it its id (store_audit.cc).
 AuditEvent &audit(std::vector<AuditEvent> &events, const Actor &actor, int64_t now, const Id &account,

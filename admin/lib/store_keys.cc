@@ -76,12 +76,13 @@ private:
     Id last_{};
 };
 
-// A new active key with a fresh secret, put with the guard that its hash is
-// new; its quota managed as `quota_managed` says (key_rules.h: set_quota).
-CreatedKey put_new_key(Mutation &m, const Id &account, const KeySpec &spec, const Id &id, int64_t now,
-                       bool quota_managed) {
+// A new active key with a fresh secret of `key_prefix` (key_prefix_for_write),
+// put with the guard that its hash is new; its quota managed as
+// `quota_managed` says (key_rules.h: set_quota).
+CreatedKey put_new_key(Mutation &m, std::string_view key_prefix, const Id &account, const KeySpec &spec,
+                       const Id &id, int64_t now, bool quota_managed) {
     CreatedKey out;
-    out.secret = generate_secret(kKeyPrefix);
+    out.secret = generate_secret(key_prefix);
     Digest hash = sha256(out.secret);
     KeyRecord &rec = out.key;
     rec.status = KA_KEY_ACTIVE;
@@ -160,13 +161,14 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         m.expect(Table::kAccounts, bytes(account), found.stored);
         m.put(Table::kAccounts, bytes(account), encode_account_record(acc.record));
         KeyIds ids(r, m);
+        const std::string key_prefix = key_prefix_for_write(r, m);
         m.changes.reserve(count + 2);
-        m.guards.reserve(count + 4);
+        m.guards.reserve(count + 5);
         std::vector<CreatedKey> made;
         made.reserve(count);
         for (size_t i = 0; i < count; i++) {
             now = clock_();
-            made.push_back(put_new_key(m, account, spec, ids.next(now), now, manages_quotas(actor)));
+            made.push_back(put_new_key(m, key_prefix, account, spec, ids.next(now), now, manages_quotas(actor)));
             if (progress && (i + 1) % 65536 == 0) progress(i + 1);
         }
         if (progress) progress(count);
@@ -364,7 +366,8 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         // rate_id, so the successor also shares what the chain has used
         KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old), old.quota};
         RolledKey out;
-        out.successor = put_new_key(m, old.account_id, spec, ids.next(now), now, old.quota_managed);
+        out.successor =
+            put_new_key(m, key_prefix_for_write(r, m), old.account_id, spec, ids.next(now), now, old.quota_managed);
         KeyRecord &next = out.successor.key;
         next.rolled_from = key_id;
         next.rate_id = is_none(old.rate_id) ? key_id : old.rate_id;

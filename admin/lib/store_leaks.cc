@@ -16,7 +16,7 @@ namespace {
 LeakedSecret kind_of(std::string_view secret) {
     if (secret_format_ok(secret, kAdminTokenPrefix)) return LeakedSecret::kAdminToken;
     if (secret_format_ok(secret, kConsoleTokenPrefix)) return LeakedSecret::kConsoleToken;
-    if (secret_format_ok(secret, kKeyPrefix)) return LeakedSecret::kKey;
+    if (key_format_ok(secret)) return LeakedSecret::kKey;  // of any prefix this deployment had
     return LeakedSecret::kNone;
 }
 

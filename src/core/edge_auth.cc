@@ -49,7 +49,7 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     if (parsed == BearerParse::kMalformed) {
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "malformed Bearer credentials");
     }
-    if (!secret_format_ok(token, kKeyPrefix)) {
+    if (!key_format_ok(token)) {  // any NAME: one not this deployment's is not found
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO,
                        "API key of %zu bytes is not a well-formed keyauth key", token.size());
     }

@@ -42,16 +42,13 @@ uint32_t checksum_of(std::string_view s) {
         crc32(0L, reinterpret_cast<const Bytef *>(s.data()), static_cast<uInt>(s.size())));
 }
 
-}  // namespace
-
-bool secret_format_ok(std::string_view secret, std::string_view prefix) noexcept {
-    if (secret.size() != secret_length(prefix) || secret.substr(0, prefix.size()) != prefix) {
-        return false;
-    }
+// The base62 run after a head of `head` bytes and its checksum (the length
+// is the caller's to check).
+bool body_and_checksum_ok(std::string_view secret, size_t head) noexcept {
     const auto *p = reinterpret_cast<const unsigned char *>(secret.data());
     const size_t body = secret.size() - kChecksumChars;
     unsigned char bad = 0;  // the OR of all digit values: over 63 if one is not a digit
-    for (size_t i = prefix.size(); i < body; i++) bad |= kDigits.value[p[i]];
+    for (size_t i = head; i < body; i++) bad |= kDigits.value[p[i]];
     // The checksum digits decoded, rather than the CRC encoded: no division.
     uint64_t sum = 0;
     for (size_t i = body; i < secret.size(); i++) {
@@ -60,6 +57,32 @@ bool secret_format_ok(std::string_view secret, std::string_view prefix) noexcept
         sum = sum * 62 + d;
     }
     return (bad & 0xc0) == 0 && sum == crc32_short(p, body);
+}
+
+}  // namespace
+
+bool secret_format_ok(std::string_view secret, std::string_view prefix) noexcept {
+    if (secret.size() != secret_length(prefix) || secret.substr(0, prefix.size()) != prefix) {
+        return false;
+    }
+    return body_and_checksum_ok(secret, prefix.size());
+}
+
+bool valid_key_prefix_name(std::string_view name) noexcept {
+    if (name.size() < kMinKeyPrefixName || name.size() > kMaxKeyPrefixName) return false;
+    for (char c : name) {
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+    }
+    return name != kConsoleTokenPrefix.substr(0, 3) && name != kAdminTokenPrefix.substr(0, 3);
+}
+
+bool key_format_ok(std::string_view secret) noexcept {
+    // The length says where the '_' is: NAME + "_" + 38 characters.
+    constexpr size_t kTail = 1 + kRandomChars + kChecksumChars;
+    if (secret.size() < kMinKeyPrefixName + kTail || secret.size() > kMaxKeyPrefixName + kTail) return false;
+    const size_t name = secret.size() - kTail;
+    return secret[name] == '_' && valid_key_prefix_name(secret.substr(0, name)) &&
+           body_and_checksum_ok(secret, name + 1);
 }
 
 std::string generate_secret(std::string_view prefix) {

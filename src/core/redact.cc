@@ -11,6 +11,8 @@ bool is_base62(unsigned char c) {
     return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
 }
 
+bool is_name_char(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); }
+
 int hex_value(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -18,13 +20,14 @@ int hex_value(unsigned char c) {
     return -1;
 }
 
-// One character of the text at i: a byte as it is, or a complete %XX escape
-// as the byte it stands for. width is 0 at the end of the text.
+// One character of the text: a byte as it is, or a complete %XX escape as
+// the byte it stands for. width is 0 past either end of the text.
 struct Char {
     unsigned char c;
     size_t width;
 };
 
+// The character that starts at byte i.
 Char char_at(const char *text, size_t len, size_t i) {
     if (i >= len) return {0, 0};
     unsigned char c = static_cast<unsigned char>(text[i]);
@@ -36,24 +39,78 @@ Char char_at(const char *text, size_t len, size_t i) {
     return {c, 1};
 }
 
-// Where the base62 run of a secret starting at i begins ("ka_", "kac_" or
-// "kaa_" read, each possibly escaped) and how many characters that head
-// has; 0 if no secret starts at i.
-size_t secret_head(const char *text, size_t len, size_t i, size_t *chars) {
-    Char k = char_at(text, len, i);
-    if (k.c != 'k') return 0;
-    Char a = char_at(text, len, i + k.width);
-    if (a.width == 0 || a.c != 'a') return 0;
-    size_t p = i + k.width + a.width;
-    Char u = char_at(text, len, p);
-    *chars = 3;
-    if (u.width != 0 && (u.c == 'c' || u.c == 'a')) {
-        p += u.width;
-        u = char_at(text, len, p);
-        *chars = 4;
+// The character that ends right before byte `end`. Read backwards the same
+// as forwards: the 2nd and 3rd bytes of an escape are hex digits, never a
+// '%', so "%XX" before `end` is always one escape.
+Char char_before(const char *text, size_t end) {
+    if (end == 0) return {0, 0};
+    if (end >= 3 && text[end - 3] == '%') {
+        int hi = hex_value(static_cast<unsigned char>(text[end - 2]));
+        int lo = hex_value(static_cast<unsigned char>(text[end - 1]));
+        if (hi >= 0 && lo >= 0) return {static_cast<unsigned char>(hi * 16 + lo), 3};
     }
-    if (u.width == 0 || u.c != '_') return 0;
-    return p + u.width;
+    return {static_cast<unsigned char>(text[end - 1]), 1};
+}
+
+// What precedes an underscore: how many [a-z0-9] characters (at most a
+// prefix NAME's 10), and whether they end in "ka", "kac" or "kaa" (the
+// default key head and the tokens'), whose characters that is (0: neither).
+struct HeadBefore {
+    size_t name_chars;
+    size_t reserved_chars;
+};
+
+HeadBefore head_before(const char *text, size_t underscore) {
+    unsigned char last[3] = {0, 0, 0};  // last[0] right before the underscore
+    size_t n = 0, end = underscore;
+    while (n < kMaxKeyPrefixName) {
+        Char c = char_before(text, end);
+        if (c.width == 0 || !is_name_char(c.c)) break;
+        if (n < 3) last[n] = c.c;
+        n++;
+        end -= c.width;
+    }
+    size_t reserved = 0;
+    if (n >= 3 && last[2] == 'k' && last[1] == 'a' && (last[0] == 'c' || last[0] == 'a')) {
+        reserved = 3;
+    } else if (n >= 2 && last[1] == 'k' && last[0] == 'a') {
+        reserved = 2;
+    }
+    return {n, reserved};
+}
+
+// The base62 run after an underscore: its characters, where the first
+// kMaxKeyPrefixName of them start (what a head keeps is fewer), where it
+// ends, and whether it holds an uppercase letter.
+struct Run {
+    size_t chars = 0;
+    size_t at[kMaxKeyPrefixName] = {};
+    size_t end = 0;
+    bool upper = false;
+};
+
+Run run_from(const char *text, size_t len, size_t p) {
+    Run r;
+    for (Char ch = char_at(text, len, p); ch.width != 0 && is_base62(ch.c); ch = char_at(text, len, p)) {
+        if (r.chars < kMaxKeyPrefixName) r.at[r.chars] = p;
+        r.upper = r.upper || (ch.c >= 'A' && ch.c <= 'Z');
+        r.chars++;
+        p += ch.width;
+    }
+    r.end = p;
+    return r;
+}
+
+// How many characters of the head before an underscore belong to a secret
+// whose run `r` follows it (0: none does). The default and the tokens'
+// heads count whatever the run ("ka_" + a word loses its tail too); any
+// other NAME when the run is a whole secret body or holds an uppercase
+// letter, as a cut secret all but always does and a word or an id seldom.
+// A head glued to a word may start anywhere in it: the longest is taken,
+// which keeps the fewest characters.
+size_t secret_head_chars(const HeadBefore &h, const Run &r) {
+    const bool named = h.name_chars >= kMinKeyPrefixName && (r.chars >= kRandomChars || r.upper);
+    return named ? h.name_chars : h.reserved_chars;
 }
 
 void mask(char *text, size_t from, size_t to) {
@@ -64,75 +121,54 @@ void mask(char *text, size_t from, size_t to) {
 
 size_t redact_secrets(char *text, size_t len) noexcept {
     size_t masked = 0;
-    // Bytes to mask once the head that starts among them has been read.
+    // What to mask of the last secret found: written once the next head has
+    // been read, which may be made of that secret's last characters.
     size_t pending_from = 0, pending_to = 0;
-    size_t i = 0;
-    // Without a '%' in the text every head is a plain "ka_", "kac_" or "kaa_": the
-    // scan can jump from one '_' to the next (memchr), which is most of an
-    // access-log line's bytes never looked at one by one.
+    // Without a '%' in the text every character is a byte: the scan jumps
+    // from one '_' to the next (memchr), and most of an access-log line's
+    // bytes are never looked at one by one.
     const bool escapes = std::memchr(text, '%', len) != nullptr;
+    size_t i = 0;
     while (i < len) {
         if (!escapes) {
             const void *u = std::memchr(text + i, '_', len - i);
             if (u == nullptr) break;
-            size_t j = static_cast<size_t>(static_cast<const char *>(u) - text);
-            if (j >= i + 3) i = j - 3;
+            i = static_cast<size_t>(static_cast<const char *>(u) - text);
         }
-        char c = text[i];
-        size_t chars = 0;
-        size_t body = (c == 'k' || c == '%') ? secret_head(text, len, i, &chars) : 0;
-        if (body == 0) {
-            i++;
+        const Char c = char_at(text, len, i);
+        if (c.c != '_') {
+            i += c.width;
             continue;
         }
-        mask(text, pending_from, pending_to);
-        pending_from = pending_to = 0;
-
-        // The run, whatever its length (a secret cut by a log writer is
-        // still a secret), even glued to what precedes it ("Bearerka_...").
-        // Its characters from the 12th on are masked: from mask_from on.
-        size_t p = body, mask_from = len, last[3] = {0, 0, 0};
-        for (Char ch = char_at(text, len, p); ch.width != 0 && is_base62(ch.c);
-             ch = char_at(text, len, p)) {
-            if (chars == kDisplayPrefixLen) mask_from = p;
-            last[0] = last[1];
-            last[1] = last[2];
-            last[2] = p;
-            chars++;
-            p += ch.width;
+        const HeadBefore before = head_before(text, i);
+        if (before.name_chars < kMinKeyPrefixName) {
+            i += c.width;
+            continue;
         }
-        if (mask_from > p) mask_from = p;
+        const Run run = run_from(text, len, i + c.width);
+        const size_t head = secret_head_chars(before, run);
+        i = run.end;  // no '_' in the run
+        if (head == 0) continue;
 
-        // Another secret may start with the run's last characters
-        // ("...ka" + "_..."): it is read before they are masked.
-        size_t next_head = p, unused;
-        Char next = char_at(text, len, p);
-        if (next.width != 0 && next.c == '_') {
-            for (size_t k = 0; k < 3 && next_head == p; k++) {
-                if (last[k] >= body &&
-                    secret_head(text, len, last[k], &unused) == p + next.width) {
-                    next_head = last[k];
-                }
-            }
-        }
-        size_t now_to = mask_from < next_head ? next_head : mask_from;
-        mask(text, mask_from, now_to);
-        if (now_to < p) {
-            pending_from = now_to;
-            pending_to = p;
-        }
-        bool any = mask_from < p;
-
+        // The run keeps what makes the secret's first kDisplayPrefixLen
+        // characters (the head and its '_' among them), even glued to what
+        // precedes it ("Bearerka_..."), whatever its length (a secret cut by
+        // a log writer is still a secret).
+        const size_t keep = kDisplayPrefixLen - head - 1;
+        size_t from = run.chars > keep ? run.at[keep] : run.end, to = run.end;
         // A cut escape ("%" or "%4" where "%4A" was) would still tell a few
         // bits of the next character.
-        if (chars >= kDisplayPrefixLen && next.width == 1 && next.c == '%') {
-            size_t end = p + 1;
-            if (end < len && hex_value(static_cast<unsigned char>(text[end])) >= 0) end++;
-            mask(text, p, end);
-            any = true;
+        const Char next = char_at(text, len, run.end);
+        if (run.chars >= keep && next.width == 1 && next.c == '%') {
+            to = run.end + 1;
+            if (to < len && hex_value(static_cast<unsigned char>(text[to])) >= 0) to++;
         }
-        if (any) masked++;
-        i = next_head;
+        if (from < to) {
+            mask(text, pending_from, pending_to);
+            pending_from = from;
+            pending_to = to;
+            masked++;
+        }
     }
     mask(text, pending_from, pending_to);
     return masked;

@@ -243,6 +243,22 @@ sub ctl {
     return $json;
 }
 
+# keyauthctl on this store as an operator types it (text, no --json, no
+# shell): (exit code, stdout, stderr).
+sub ctl_text {
+    my ($self, @args) = @_;
+    my ($out, $err) = map { "$self->{dir}/ctl-text.$_" } qw(out err);
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDOUT, '>', $out or die $!;
+        open STDERR, '>', $err or die $!;
+        exec { $self->{ctl} } $self->{ctl}, $self->store_args, @args or die "exec: $!";
+    }
+    waitpid $pid, 0;
+    my $slurp = sub { open my $fh, '<', $_[0] or return ''; local $/; <$fh> // '' };
+    return ($? >> 8, $slurp->($out), $slurp->($err));
+}
+
 # Where keyauthctl and keyauthd find the store.
 sub store_args {
     my $self = shift;
