@@ -99,21 +99,15 @@ function forgetSecret() {
   $('secret-box').hidden = true;
 }
 
-// A key reported as leaked (a secret scanner found it in public): said in
-// its status cell, with where it was found (a link only to an https page).
+// A key reported leaked: said in its status cell, with where it was found (a link only to https).
 function leakNote(td, leak) {
   if (!leak) return;
   td.classList.add('leaked');
-  td.append(leak.revoked ? ' — leaked' : ' — reported leaked', document.createElement('br'));
-  const where = document.createElement(leak.url && leak.url.startsWith('https://') ? 'a' : 'span');
-  where.textContent = leak.url ? 'found by ' + leak.source : 'reported by ' + leak.source;
-  if (where.tagName === 'A') {
-    where.href = leak.url;
-    where.rel = 'noopener noreferrer';
-    where.target = '_blank';
-    where.title = leak.url;
-  }
-  td.append(where, ' ' + when(leak.reportedAt));
+  const link = leak.url && leak.url.startsWith('https://');
+  const where = document.createElement(link ? 'a' : 'span');
+  where.textContent = (leak.url ? 'found by ' : 'reported by ') + leak.source;
+  if (link) Object.assign(where, { href: leak.url, rel: 'noopener noreferrer', target: '_blank', title: leak.url });
+  td.append(leak.revoked ? ' — leaked' : ' — reported leaked', document.createElement('br'), where, ' ' + when(leak.reportedAt));
 }
 
 async function loadKeys() {

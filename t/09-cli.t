@@ -42,7 +42,7 @@ my @usage_errors = (
     # unknown commands
     [[], qr/no command/],
     [['frobnicate'], qr/unknown command "frobnicate"/],
-    [['key'], qr/key needs a command: create, list, show, update, roll, revoke$/m],
+    [['key'], qr/key needs a command: create, list, show, update, roll, revoke, report-leak$/m],
     [['account'], qr/account needs a command: create, list, show, update, set-plan, set-entitlement, suspend, resume, rotate-token$/m],
     [['audit'], qr/audit needs a command: list$/m],
     [['audit', 'show'], qr/unknown audit command "show"/],

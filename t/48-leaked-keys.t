@@ -250,6 +250,11 @@ subtest 'the admin API and keyauthctl report the same way' => sub {
     is edge($k2), 401, 'refused at the edge';
     $out = qx{printf 'nonsense\\n' | '$t->{ctl}' --db '$t->{db}' --json key report-leak --secret-stdin};
     is decode_json($out)->{label}, 'false_positive', 'something else: false_positive';
+    qx{printf '' | '$t->{ctl}' --db '$t->{db}' key report-leak --secret-stdin 2>/dev/null};
+    is $? >> 8, 2, 'nothing on standard input: exit 2';
+    my $long = 'x' x 300;
+    qx{printf '%s\n' '$long' | '$t->{ctl}' --db '$t->{db}' key report-leak --secret-stdin 2>/dev/null};
+    is $? >> 8, 2, 'over 256 bytes on standard input: exit 2';
     my ($rc, undef, $err) = $t->ctl_raw('key', 'report-leak', $k2->{secret});
     is $rc, 2, 'the secret as an argument: exit 2';
     unlike $err, qr/\Q@{[substr $k2->{secret}, 12]}\E/, '... and the message does not repeat it';
