@@ -54,7 +54,14 @@ diag sprintf '[ figure ] a new sender %d s after the kill (lease TTL 2 s)', time
 ok wait_until(sub { keys %{ ids() } == 20 }, 30, '20 events'), 'every event delivered';
 my $ids = ids();
 my @twice = grep { $ids->{$_} > 1 } keys %$ids;
-cmp_ok scalar(@twice), '<=', 1, 'at most the one in flight was sent twice';
+# One delivery is in flight per endpoint, so each handover may send one
+# again. The kill is one; a lease that lapsed on a busy machine (ASan,
+# parallel suites) is another, and every keyauthd logs when it starts leading.
+my $terms = 0;
+$terms += () = $_->keyauthd_log =~ /"event":"webhook_sender_leading"/g for @t;
+my $handovers = $terms - 1;
+diag "[ figure ] $handovers handovers, " . scalar(@twice) . ' deliveries sent twice' if $handovers > 1;
+cmp_ok scalar(@twice), '<=', $handovers, 'at most the one in flight a handover was sent twice';
 
 # only one sends at any moment, sampled while events flow
 my $most = 0;
