@@ -277,6 +277,7 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
     ka_edge_authenticate(ngx_http_keyauth_edge(r->connection->log),
                          value ? (const char *) value->data : NULL,
                          value ? value->len : 0,
+                         r->connection->sockaddr,
                          klcf->scopes ? klcf->scopes->elts : NULL,
                          klcf->scopes ? klcf->scopes->nelts : 0,
                          now_ms, &ctx->auth);
@@ -375,6 +376,13 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
         status = NGX_HTTP_FORBIDDEN;
         ngx_str_set(&code, "ACCOUNT_SUSPENDED");
         ngx_str_set(&message, "The account of this API key is suspended");
+        break;
+
+    case KA_AUTH_IP_NOT_ALLOWED:
+        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_IP_NOT_ALLOWED);
+        status = NGX_HTTP_FORBIDDEN;
+        ngx_str_set(&code, "IP_NOT_ALLOWED");
+        ngx_str_set(&message, "The API key may not be used from this address");
         break;
 
     default:

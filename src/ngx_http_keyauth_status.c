@@ -17,7 +17,8 @@ static ngx_int_t ngx_http_keyauth_init_stats_zone(ngx_shm_zone_t *shm_zone,
 
 static const char  *ngx_http_keyauth_outcome_names[] = {
     "ok", "key_required", "invalid_key", "insufficient_scope",
-    "unavailable", "rate_limited", "account_suspended", "quota_exceeded"
+    "unavailable", "rate_limited", "account_suspended", "quota_exceeded",
+    "ip_not_allowed"
 };
 
 

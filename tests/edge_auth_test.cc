@@ -47,7 +47,7 @@ protected:
         std::vector<ka_str_t> s;
         for (auto &x : scopes_) s.push_back({x.data(), x.size()});
         ka_auth_result_t r;
-        ka_edge_authenticate(edge, has_header ? header.data() : nullptr, header.size(), s.data(),
+        ka_edge_authenticate(edge, has_header ? header.data() : nullptr, header.size(), nullptr, s.data(),
                              s.size(), kNow, &r);
         return r;
     }
@@ -263,13 +263,13 @@ TEST(EdgeOpen, ForeignEnvironmentFailsWithAReason) {
 
 TEST(EdgeOpen, NoStoreStillAnswersMalformedAndMissingKeys) {
     ka_auth_result_t r;
-    ka_edge_authenticate(nullptr, nullptr, 0, nullptr, 0, kNow, &r);
+    ka_edge_authenticate(nullptr, nullptr, 0, nullptr, nullptr, 0, kNow, &r);
     EXPECT_EQ(r.verdict, KA_AUTH_KEY_REQUIRED);
     std::string h = "Bearer ka_nope";
-    ka_edge_authenticate(nullptr, h.data(), h.size(), nullptr, 0, kNow, &r);
+    ka_edge_authenticate(nullptr, h.data(), h.size(), nullptr, nullptr, 0, kNow, &r);
     EXPECT_EQ(r.verdict, KA_AUTH_KEY_INVALID);
     h = "Bearer " + generate_secret(kKeyPrefix);
-    ka_edge_authenticate(nullptr, h.data(), h.size(), nullptr, 0, kNow, &r);
+    ka_edge_authenticate(nullptr, h.data(), h.size(), nullptr, nullptr, 0, kNow, &r);
     EXPECT_EQ(r.verdict, KA_AUTH_UNAVAILABLE);
     EXPECT_EQ(r.log_level, KA_LOG_ERROR);
 }
@@ -286,7 +286,7 @@ ka_auth_result_t auth_at(ka_edge_t *edge, const std::string &secret, int64_t now
     const std::string header = "Bearer " + secret;
     ka_str_t scope{"ip:read", 7};
     ka_auth_result_t r;
-    ka_edge_authenticate(edge, header.data(), header.size(), &scope, 1, now_ms, &r);
+    ka_edge_authenticate(edge, header.data(), header.size(), nullptr, &scope, 1, now_ms, &r);
     return r;
 }
 

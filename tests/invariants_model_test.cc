@@ -596,7 +596,7 @@ private:
             int want = k.active(now_) ? (a.suspended ? KA_AUTH_ACCOUNT_SUSPENDED : KA_AUTH_OK) : KA_AUTH_KEY_INVALID;
             const std::string header = "Bearer " + k.secret;
             ka_auth_result_t res;
-            ka_edge_authenticate(edge_, header.data(), header.size(), nullptr, 0, now_, &res);
+            ka_edge_authenticate(edge_, header.data(), header.size(), nullptr, nullptr, 0, now_, &res);
             if (res.verdict != want)
                 return fail("the edge says " + std::to_string(res.verdict) + " for key " + short_id(k) +
                             ", the model " + std::to_string(want));

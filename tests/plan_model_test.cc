@@ -267,7 +267,7 @@ private:
                 return fail(name + " has quota " + quota_text(on->effective.quota) + ", the model " + quota_text(want));
             const std::string header = "Bearer " + a.secret;
             ka_auth_result_t res;
-            ka_edge_authenticate(edge, header.data(), header.size(), nullptr, 0, wall_clock_ms(), &res);
+            ka_edge_authenticate(edge, header.data(), header.size(), nullptr, nullptr, 0, wall_clock_ms(), &res);
             if (res.verdict != KA_AUTH_OK) return fail(name + "'s key: the edge says " + std::to_string(res.verdict));
             const Quota at_edge{res.account_quota_period, res.account_quota_units};
             if (at_edge != want)

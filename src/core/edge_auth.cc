@@ -37,17 +37,11 @@ const char *decode_problem(DecodeStatus st) {
     return st == DecodeStatus::kUnknownVersion ? "unknown layout version" : "corrupt layout";
 }
 
-void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
-                  const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
-                  ka_auth_result_t *out) {
-    std::string_view token;
-    BearerParse parsed = header == nullptr ? BearerParse::kMissing
-                                           : parse_bearer({header, header_len}, token);
-    if (parsed == BearerParse::kMissing) {
-        return verdict(out, KA_AUTH_KEY_REQUIRED, KA_LOG_INFO, "no Bearer API key");
-    }
-    if (parsed == BearerParse::kMalformed) {
-        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "malformed Bearer credentials");
+void check_key(ka_edge_t *edge, std::string_view token, const sockaddr *client,
+               const ka_str_t *scopes, size_t n_scopes, int64_t now_ms, ka_auth_result_t *out) {
+    (void)client;  // allowedIps come with the record layouts that hold them
+    if (token.empty()) {
+        return verdict(out, KA_AUTH_KEY_REQUIRED, KA_LOG_INFO, "no API key");
     }
     if (!key_format_ok(token)) {  // any NAME: one not this deployment's is not found
         return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO,
@@ -200,6 +194,47 @@ void authenticate(ka_edge_t *edge, const char *header, size_t header_len,
     out->verdict = KA_AUTH_OK;  // reason stays empty: nothing to log
 }
 
+void authenticate(ka_edge_t *edge, const char *header, size_t header_len, const sockaddr *client,
+                  const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
+                  ka_auth_result_t *out) {
+    std::string_view token;
+    BearerParse parsed = header == nullptr ? BearerParse::kMissing
+                                           : parse_bearer({header, header_len}, token);
+    if (parsed == BearerParse::kMissing) {
+        return verdict(out, KA_AUTH_KEY_REQUIRED, KA_LOG_INFO, "no Bearer API key");
+    }
+    if (parsed == BearerParse::kMalformed) {
+        return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_INFO, "malformed Bearer credentials");
+    }
+    check_key(edge, token, client, scopes, n_scopes, now_ms, out);
+}
+
+// Only what every outcome reads is reset; the rest is set where it applies.
+void reset(ka_auth_result_t *out) {
+    out->log_level = KA_LOG_NONE;
+    out->reason[0] = '\0';
+    out->prefix_len = 0;
+    out->found = 0;
+    out->requested_rpm = 0;
+    out->entitlement_rpm = 0;
+    out->key_quota_period = out->account_quota_period = KA_QUOTA_NONE;
+    out->key_quota_units = out->account_quota_units = 0;
+    out->missing_scope = {nullptr, 0};
+}
+
+// Nothing on this path throws; the guard keeps that promise if it changes.
+template <typename Fn>
+void guarded(ka_auth_result_t *out, Fn &&fn) {
+    reset(out);
+    try {
+        fn();
+    } catch (...) {
+        out->verdict = KA_AUTH_UNAVAILABLE;
+        out->log_level = KA_LOG_ERROR;
+        snprintf(out->reason, sizeof out->reason, "internal error in keyauth core");
+    }
+}
+
 }  // namespace
 }  // namespace keyauth
 
@@ -243,26 +278,20 @@ int ka_edge_stale(ka_edge_t *edge, char *why, size_t why_len) {
 void ka_edge_idle(ka_edge_t *edge) { edge->store->release_if_idle(); }
 
 void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len,
-                          const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
-                          ka_auth_result_t *out) {
-    // Only what every outcome reads is reset; the rest is set where it applies.
-    out->log_level = KA_LOG_NONE;
-    out->reason[0] = '\0';
-    out->prefix_len = 0;
-    out->found = 0;
-    out->requested_rpm = 0;
-    out->entitlement_rpm = 0;
-    out->key_quota_period = out->account_quota_period = KA_QUOTA_NONE;
-    out->key_quota_units = out->account_quota_units = 0;
-    out->missing_scope = {nullptr, 0};
-    // Nothing on this path throws; the guard keeps that promise if it changes.
-    try {
-        keyauth::authenticate(edge, header, header_len, scopes, n_scopes, now_ms, out);
-    } catch (...) {
-        out->verdict = KA_AUTH_UNAVAILABLE;
-        out->log_level = KA_LOG_ERROR;
-        snprintf(out->reason, sizeof out->reason, "internal error in keyauth core");
-    }
+                          const struct sockaddr *client, const ka_str_t *scopes, size_t n_scopes,
+                          int64_t now_ms, ka_auth_result_t *out) {
+    keyauth::guarded(out, [&] {
+        keyauth::authenticate(edge, header, header_len, client, scopes, n_scopes, now_ms, out);
+    });
+}
+
+void ka_edge_check_key(ka_edge_t *edge, const char *token, size_t token_len,
+                       const struct sockaddr *client, const ka_str_t *scopes, size_t n_scopes,
+                       int64_t now_ms, ka_auth_result_t *out) {
+    keyauth::guarded(out, [&] {
+        keyauth::check_key(edge, token ? std::string_view(token, token_len) : std::string_view(),
+                           client, scopes, n_scopes, now_ms, out);
+    });
 }
 
 int ka_required_scope_ok(const char *scope, size_t len) {

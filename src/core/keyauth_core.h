@@ -17,6 +17,8 @@ extern "C" {
 
 typedef struct ka_edge_s ka_edge_t;  /* per-process: LMDB reader + hash context */
 
+struct sockaddr;  /* the client's address: AF_INET or AF_INET6 */
+
 typedef struct {
     const char *data;
     size_t      len;
@@ -28,7 +30,8 @@ typedef enum {
     KA_AUTH_KEY_INVALID,      /* 401 INVALID_API_KEY */
     KA_AUTH_SCOPE_MISSING,    /* 403 INSUFFICIENT_SCOPE */
     KA_AUTH_UNAVAILABLE,      /* 503 AUTH_UNAVAILABLE: fail closed */
-    KA_AUTH_ACCOUNT_SUSPENDED /* 403 ACCOUNT_SUSPENDED */
+    KA_AUTH_ACCOUNT_SUSPENDED, /* 403 ACCOUNT_SUSPENDED */
+    KA_AUTH_IP_NOT_ALLOWED     /* 403 IP_NOT_ALLOWED: outside allowedIps */
 } ka_verdict_e;
 
 typedef enum {
@@ -90,11 +93,19 @@ void ka_edge_idle(ka_edge_t *edge);
 
 /*
  * Checks an Authorization header value (header == NULL: no header) against
- * the store and the required scopes (all of them are required).
+ * the store, the client's address (the key's and its account's allowedIps)
+ * and the required scopes (all of them are required). client is read only
+ * when a list is in force; NULL (not known) fits no list.
  */
 void ka_edge_authenticate(ka_edge_t *edge, const char *header, size_t header_len,
-    const ka_str_t *scopes, size_t n_scopes, int64_t now_ms,
-    ka_auth_result_t *out);
+    const struct sockaddr *client, const ka_str_t *scopes, size_t n_scopes,
+    int64_t now_ms, ka_auth_result_t *out);
+
+/* The same check of a key given as it is (the verify API's "key"), not in
+ * an Authorization header; token == NULL or empty: KA_AUTH_KEY_REQUIRED. */
+void ka_edge_check_key(ka_edge_t *edge, const char *token, size_t token_len,
+    const struct sockaddr *client, const ka_str_t *scopes, size_t n_scopes,
+    int64_t now_ms, ka_auth_result_t *out);
 
 /* A scope a location may require: "<resource>:<action>", no wildcard. */
 int ka_required_scope_ok(const char *scope, size_t len);
