@@ -201,6 +201,39 @@ static_assert(offsetof(struct ka_key_record_v4, quota_flags) == 105, "layout");
 static_assert(offsetof(struct ka_key_record_v4, quota_units) == 112, "layout");
 static_assert(sizeof(struct ka_key_record_v4) == KA_KEY_RECORD_V4_HEAD, "layout");
 
+/* Layout 5 (issue 48; written for a key with allowedIps or meta, the others
+ * stay layout 2, 3 or 4): the v4 head with version 5, its quota optional
+ * (period NONE with 0 units: none; flags 0, or MANAGED with a quota), then
+ * the restrictions, then the v1 tail followed by allowed_ip_count entries of
+ * KA_CIDR_ENTRY_BYTES (the network in IPv6 form, IPv4 as ::ffff:a.b.c.d,
+ * then the prefix length 0..128) and meta_bytes of meta (a JSON object,
+ * handed on, never read). Such a key is never inline in key_slots. */
+#define KA_KEY_RECORD_V5 5u
+
+#define KA_CIDR_ENTRY_BYTES 17
+#define KA_ALLOWED_IPS_MAX  32
+#define KA_META_MAX_BYTES   1024
+
+/* The restrictions, the same 8 bytes in key layout 5 and account layout 4. */
+struct ka_restrictions_v1 {
+    uint8_t  allowed_ip_count;       /* 0: any address; else 1..KA_ALLOWED_IPS_MAX */
+    uint8_t  reserved8;              /* 0 */
+    uint16_t meta_bytes;             /* 0: no meta; else 2..KA_META_MAX_BYTES */
+    uint32_t reserved32;             /* 0 */
+};
+
+static_assert(sizeof(struct ka_restrictions_v1) == 8, "layout");
+
+struct ka_key_record_v5 {
+    struct ka_key_record_v4    head;          /* head.head.head.version = KA_KEY_RECORD_V5 */
+    struct ka_restrictions_v1  restrictions;
+};
+
+#define KA_KEY_RECORD_V5_HEAD 128
+
+static_assert(offsetof(struct ka_key_record_v5, restrictions) == 120, "layout");
+static_assert(sizeof(struct ka_key_record_v5) == KA_KEY_RECORD_V5_HEAD, "layout");
+
 /* ---- account record (accounts value) ----------------------------------- */
 
 #define KA_ACCOUNT_RECORD_V1 1u
@@ -287,6 +320,22 @@ static_assert(offsetof(struct ka_account_record_v3, quota_period) == 33, "layout
 static_assert(offsetof(struct ka_account_record_v3, plan_id_len) == 34, "layout");
 static_assert(offsetof(struct ka_account_record_v3, quota_units) == 40, "layout");
 static_assert(sizeof(struct ka_account_record_v3) == KA_ACCOUNT_RECORD_V3_HEAD, "layout");
+
+/* Layout 4 (issue 48; written for an account with allowedIps or meta, the
+ * others stay layout 3): the v3 head with version 4, then the restrictions
+ * as in key layout 5; followed by the v3 tail (name, allowed scopes, plan
+ * id), then the allowed IP entries, then the meta. */
+#define KA_ACCOUNT_RECORD_V4 4u
+
+struct ka_account_record_v4 {
+    struct ka_account_record_v3 head;  /* head.head.head.version = KA_ACCOUNT_RECORD_V4 */
+    struct ka_restrictions_v1   restrictions;
+};
+
+#define KA_ACCOUNT_RECORD_V4_HEAD 56
+
+static_assert(offsetof(struct ka_account_record_v4, restrictions) == 48, "layout");
+static_assert(sizeof(struct ka_account_record_v4) == KA_ACCOUNT_RECORD_V4_HEAD, "layout");
 
 /* ---- console token record (console_tokens value) ----------------------- */
 

@@ -1,6 +1,8 @@
 // The C API the nginx glue calls, against a real LMDB written by the store.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <lmdb.h>
+#include <netinet/in.h>
 
 #include <cstring>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "edge_store.h"
 #include "key_format.h"
 #include "keyauth_core.h"
+#include "restrictions.h"
 #include "store.h"
 #include "temp_dir.h"
 
@@ -335,4 +338,45 @@ TEST_F(EdgeAuthTest, ARolledKeySpendsItsPredecessorsRateState) {
     // it ended the first one's grace (issue 44: two live secrets a chain)
     EXPECT_EQ(auth_at(edge, once.successor.secret, wall_clock_ms()).verdict, KA_AUTH_KEY_INVALID);
     EXPECT_EQ(auth_at(edge, key.secret, wall_clock_ms()).verdict, KA_AUTH_KEY_INVALID);
+}
+
+// allowedIps (issue 48): the key's list and its account's must both fit the
+// client; an address the edge does not know fits none; a key without lists
+// never reads the address. ka_edge_check_key (the verify API's) decides the same.
+TEST_F(EdgeAuthTest, AllowedIpsOfTheKeyAndItsAccount) {
+    sockaddr_in in{};
+    in.sin_family = AF_INET;
+    auto from = [&](const char *addr, const std::string &secret) {
+        inet_pton(AF_INET, addr, &in.sin_addr);
+        ka_auth_result_t r;
+        ka_edge_check_key(edge, secret.data(), secret.size(), reinterpret_cast<sockaddr *>(&in), nullptr, 0,
+                          kNow, &r);
+        return r.verdict;
+    };
+    EXPECT_EQ(from("192.0.2.1", key.secret), KA_AUTH_OK) << "no lists: anywhere";
+    KeySpec spec{"office", {"ip:read"}, 100, std::nullopt, {}};
+    spec.allowed_ips = allowed_ips_from_texts({"10.0.0.0/8"}, "allowedIps");
+    CreatedKey office = store.create_key(acc, spec, Actor{});
+    EXPECT_EQ(from("10.2.3.4", office.secret), KA_AUTH_OK);
+    ka_auth_result_t r;
+    EXPECT_EQ(auth("Bearer " + office.secret).verdict, KA_AUTH_IP_NOT_ALLOWED) << "no address: fits no list";
+    EXPECT_EQ(from("192.0.2.1", office.secret), KA_AUTH_IP_NOT_ALLOWED);
+    ka_edge_check_key(edge, office.secret.data(), office.secret.size(), reinterpret_cast<sockaddr *>(&in),
+                      nullptr, 0, kNow, &r);
+    EXPECT_EQ(r.log_level, KA_LOG_INFO);
+    EXPECT_NE(std::string(r.reason).find("the key's"), std::string::npos) << r.reason;
+    EXPECT_EQ(std::string(r.reason).find(office.secret.substr(12)), std::string::npos) << "no secret in the reason";
+
+    AccountChanges narrow;
+    narrow.allowed_ips = allowed_ips_from_texts({"10.1.0.0/16"}, "allowedIps");
+    store.update_account(acc, narrow, Actor{});
+    EXPECT_EQ(from("10.2.3.4", office.secret), KA_AUTH_IP_NOT_ALLOWED) << "outside the account's list";
+    EXPECT_EQ(from("10.1.3.4", office.secret), KA_AUTH_OK);
+    EXPECT_EQ(from("10.1.3.4", key.secret), KA_AUTH_OK) << "the account's list binds its keys without one";
+    EXPECT_EQ(from("192.0.2.1", key.secret), KA_AUTH_IP_NOT_ALLOWED);
+    ka_edge_check_key(edge, key.secret.data(), key.secret.size(), reinterpret_cast<sockaddr *>(&in), nullptr, 0,
+                      kNow, &r);
+    EXPECT_NE(std::string(r.reason).find("its account's"), std::string::npos) << r.reason;
+    ka_edge_check_key(edge, nullptr, 0, nullptr, nullptr, 0, kNow, &r);
+    EXPECT_EQ(r.verdict, KA_AUTH_KEY_REQUIRED);
 }

@@ -120,10 +120,10 @@ TEST(KeyRecord, GrantsFollowTheScopeRules) {
 
 TEST(KeyRecord, UnknownVersionIsReportedWithTheVersion) {
     std::string bytes = encode_key_record(sample_key());
-    bytes[0] = 5;  // the first layout after 4
+    bytes[0] = 6;  // the first layout after 5
     KeyRecordView v;
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);
-    EXPECT_EQ(v.version, 5);
+    EXPECT_EQ(v.version, 6);
     bytes[0] = 0;
     bytes[1] = 1;  // 256: byte order matters
     EXPECT_EQ(decode_key_record(bytes.data(), bytes.size(), v), DecodeStatus::kUnknownVersion);

@@ -43,7 +43,9 @@ void print_account(const Args &a, const json &j, const std::string &headline) {
     print(a.as_json, j,
           headline + account_line(j) +
               terminal_safe("  " + plan + ", max keys " + std::to_string(j["maxKeys"].get<uint32_t>()) +
-                            ", allowed scopes " + scopes_text(j["allowedScopes"]) + ", created " +
+                            ", allowed scopes " + scopes_text(j["allowedScopes"]) + ", from " +
+                            (j.value("allowedIps", json()).is_null() ? "any address" : scopes_text(j["allowedIps"])) +
+                            ", created " +
                             j["createdAt"].get<std::string>()) +
               "\n  " + quota_text(j["quota"]) + "\n" +
               (j["planId"].is_null() ? "" : terminal_safe("  its own (not the plan's): " + (own.empty() ? "none" : own)) + "\n"));
@@ -81,6 +83,7 @@ keyauth::AccountChanges controls_of(const Args &a, bool allow_plan) {
         c.allowed_scopes = a.all("allowed-scope");
     }
     if (a.has("any-scope")) c.allowed_scopes = std::vector<std::string>{};
+    c.allowed_ips = allow_ip_arg(a);
     quota_of(a, c, allow_plan);
     return c;
 }
@@ -132,7 +135,7 @@ int account_update(keyauth::Store &store, const Args &a) {
     if (changes.empty())
         throw UsageError(
             "account update needs something to change: --name, --entitlement, --max-keys, --quota, "
-            "--allowed-scope or --any-scope");
+            "--allowed-scope, --any-scope or --allow-ip");
     keyauth::Account updated;
     try {
         updated = store.update_account(id, changes, operator_actor());

@@ -17,7 +17,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
        keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
   account create --name NAME (--entitlement RPM | --plan PLAN_ID | both) [--max-keys N]
-                 [--allowed-scope S ...] [--quota QUOTA]
+                 [--allowed-scope S ...] [--quota QUOTA] [--allow-ip CIDR ...]
         create an account; prints its id and a one-time console token.
         --max-keys caps its active keys (default 100); --allowed-scope
         limits the scopes its keys may have (default: any). On a --plan,
@@ -29,6 +29,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         when it resets), and which of them are its own
   account update ACC_ID [--name NAME] [--entitlement RPM|plan] [--max-keys N|plan]
                  [--quota QUOTA|plan] [--allowed-scope S ... | --any-scope]
+                 [--allow-ip CIDR ... | --allow-ip any]
         change what is given (at least one); a lower --max-keys leaves
         existing keys alone; --any-scope lifts the scope limit; "plan"
         drops the account's own value and follows its plan's (exit 2 on
@@ -43,7 +44,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         a new console token, printed once; the old one stops now, or after
         N seconds (at most 604800)
   key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM
-             [--expires-at TIME] [--count N] [--quota KEY_QUOTA]
+             [--expires-at TIME] [--count N] [--quota KEY_QUOTA] [--allow-ip CIDR ...]
         create an API key (or N alike: in one transaction on --db, in
         transactions of 40 on --etcd, each printed as it is made); prints the
         secret once. TIME is RFC 3339 (2030-01-01T00:00:00Z, or an offset),
@@ -51,7 +52,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
   key list --account ACC_ID [--limit N] [--cursor KEY_ID]
   key show KEY_ID [--account ACC_ID]
   key update KEY_ID [--account ACC_ID] [--name NAME] [--scope SCOPE ...] [--rate RPM]
-             [--expires-at TIME|never] [--quota KEY_QUOTA]
+             [--expires-at TIME|never] [--quota KEY_QUOTA] [--allow-ip CIDR ... | --allow-ip any]
         change what is given (at least one); same id and secret. QUOTA is
         UNITS/day, UNITS/month or none (UNITS 1 to 281474976710655); a
         KEY_QUOTA may also be UNITS/total (credits that never refill); a
@@ -153,8 +154,11 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
 
 Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
 (--json, --any-scope and --bom take no value); only --scope, --allowed-scope,
---event and --retire may be given more than once. An unknown command or option, a missing value, a
-repeated option or an extra argument is a usage error (exit 2); a store that
+--allow-ip, --event and --retire may be given more than once. --allow-ip limits
+where a key (or every key of an account) may be used from: 1 to 32 CIDRs
+(10.0.0.0/8, 2001:db8::/32, or an address alone); "any" lifts the list.
+An unknown command or option, a missing value, a repeated option or an
+extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
 (KEY_REVOKED, KEY_LIMIT_REACHED, ...).
 
@@ -206,7 +210,8 @@ const std::vector<Command> kCommands = {
       {"max-keys", false, false},
       {"allowed-scope", false, true},
       {"plan", false, false},
-      {"quota", false, false}},
+      {"quota", false, false},
+      {"allow-ip", false, true}},
      true},
     {"account", "list", {}, {}, true},
     {"account", "show", {"ACC_ID"}, {}, true},
@@ -218,7 +223,8 @@ const std::vector<Command> kCommands = {
       {"max-keys", false, false},
       {"quota", false, false},
       {"allowed-scope", false, true},
-      {"any-scope", false, false, true}},
+      {"any-scope", false, false, true},
+      {"allow-ip", false, true}},
      true},
     {"account", "set-plan", {"ACC_ID", "PLAN_ID"}, {}, true},
     {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
@@ -234,7 +240,8 @@ const std::vector<Command> kCommands = {
       {"rate", true, false},
       {"expires-at", false, false},
       {"count", false, false},
-      {"quota", false, false}},
+      {"quota", false, false},
+      {"allow-ip", false, true}},
      true},
     {"key",
      "list",
@@ -250,7 +257,8 @@ const std::vector<Command> kCommands = {
       {"scope", false, true},
       {"rate", false, false},
       {"expires-at", false, false},
-      {"quota", false, false}},
+      {"quota", false, false},
+      {"allow-ip", false, true}},
      true},
     {"key", "roll", {"KEY_ID"}, {{"account", false, false}, {"grace-seconds", false, false}}, true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},

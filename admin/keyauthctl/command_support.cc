@@ -3,11 +3,13 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
 #include "key_json.h"
 #include "quota_json.h"
+#include "restrictions.h"
 #include "terminal_text.h"
 
 namespace keyauthctl {
@@ -80,13 +82,24 @@ json key_json(keyauth::Store &store, const keyauth::KeyRecord &key) {
     return j;
 }
 
+namespace {
+// "  from 10.0.0.0/8,2001:db8::/32" for a key limited to those addresses
+std::string allowed_ips_note(const json &k) {
+    const json ips = k.value("allowedIps", json());
+    if (!ips.is_array()) return "";
+    std::string out = "  from ";
+    for (const auto &c : ips) out += (out.size() > 7 ? "," : "") + c.get<std::string>();
+    return out;
+}
+}  // namespace
+
 std::string key_line(const json &k) {
     std::string scopes;
     for (const auto &s : k["scopes"]) scopes += (scopes.empty() ? "" : ",") + s.get<std::string>();
     return terminal_safe(k["id"].get<std::string>() + "  " + k["prefix"].get<std::string>() + "...  " +
                          k["status"].get<std::string>() + (k.value("leak", json()).is_null() ? "" : " (leaked)") + "  " +
                          std::to_string(k["rateLimitPerMinute"].get<uint32_t>()) + "/min  " + scopes + "  " +
-                         k["name"].get<std::string>()) +
+                         k["name"].get<std::string>() + allowed_ips_note(k)) +
            "\n";
 }
 
@@ -103,6 +116,19 @@ std::optional<Id> owner_arg(const Args &a) {
 int64_t grace_arg(const Args &a) {
     auto grace = a.opt("grace-seconds");
     return grace ? parse_u32(*grace, "--grace-seconds") : 0;
+}
+
+std::optional<std::string> allow_ip_arg(const Args &a) {
+    if (!a.has("allow-ip")) return std::nullopt;
+    const std::vector<std::string> given = a.all("allow-ip");
+    const bool any = std::find(given.begin(), given.end(), "any") != given.end();
+    if (any && given.size() > 1) throw UsageError("--allow-ip any lifts the list: give it alone");
+    if (any) return std::string();
+    try {
+        return keyauth::allowed_ips_from_texts(given, "--allow-ip");
+    } catch (const keyauth::StoreError &e) {
+        throw UsageError(e.what());
+    }
 }
 
 }  // namespace keyauthctl

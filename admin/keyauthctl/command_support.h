@@ -66,5 +66,8 @@ keyauth::Id key_arg(const Args &a);
 std::optional<keyauth::Id> owner_arg(const Args &a);
 // --grace-seconds (default 0); the Store bounds it.
 int64_t grace_arg(const Args &a);
+// --allow-ip CIDR ... (packed, restrictions.h) or --allow-ip any (""); none
+// given: nullopt. A bad CIDR is refused naming it, before anything is written.
+std::optional<std::string> allow_ip_arg(const Args &a);
 
 }  // namespace keyauthctl

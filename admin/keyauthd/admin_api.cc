@@ -11,6 +11,7 @@
 #include "leak_report.h"
 #include "money.h"
 #include "quota_json.h"
+#include "restrictions.h"
 #include "rfc3339.h"
 #include "url.h"
 #include "usage_api.h"
@@ -219,8 +220,9 @@ HttpResponse AdminApi::create_account(const Call &c) {
     std::optional<json> parsed = object_body(c.req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "externalId", "planId", "rateLimitPerMinute", "maxKeys", "allowedScopes", "quota"},
-                             "name, externalId, planId, rateLimitPerMinute, maxKeys, allowedScopes, quota"))
+    if (auto r = only_fields(body, {"name", "externalId", "planId", "rateLimitPerMinute", "maxKeys", "allowedScopes", "quota",
+                                    "allowedIps"},
+                             "name, externalId, planId, rateLimitPerMinute, maxKeys, allowedScopes, quota, allowedIps"))
         return *r;
     if (!body.contains("name")) return invalid("name", "Missing field \"name\"");
     std::string name;
@@ -250,6 +252,7 @@ HttpResponse AdminApi::create_account(const Call &c) {
         if (auto r = read_allowed_scopes(body["allowedScopes"], controls.allowed_scopes)) return *r;
     }
     if (body.contains("quota")) controls.quota = quota_from_json(body["quota"], QuotaOwner::kAccountOrPlan, "quota");
+    if (body.contains("allowedIps")) controls.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
     try {
         CreatedAccount made = store_.create_account(name, rate, controls, c.actor);
         return account_answer(made.account.id, 201);
@@ -302,8 +305,9 @@ HttpResponse AdminApi::update_account(const Call &c) {
     std::optional<json> parsed = object_body(c.req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    const char *expected = "any of name, externalId, rateLimitPerMinute, maxKeys, allowedScopes, quota, status";
-    if (auto r = only_fields(body, {"name", "externalId", "rateLimitPerMinute", "maxKeys", "allowedScopes", "quota", "status"},
+    const char *expected = "any of name, externalId, rateLimitPerMinute, maxKeys, allowedScopes, quota, allowedIps, status";
+    if (auto r = only_fields(body, {"name", "externalId", "rateLimitPerMinute", "maxKeys", "allowedScopes", "quota",
+                                    "allowedIps", "status"},
                              expected))
         return *r;
     if (body.empty()) return invalid("body", std::string("Give ") + expected);
@@ -343,6 +347,7 @@ HttpResponse AdminApi::update_account(const Call &c) {
         if (body["quota"] == "plan") changes.follow_plan |= KA_OVERRIDE_QUOTA;
         else changes.quota = quota_from_json(body["quota"], QuotaOwner::kAccountOrPlan, "quota");
     }
+    if (body.contains("allowedIps")) changes.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
     try {
         store_.update_account(*id, changes, c.actor);
     } catch (const StoreError &e) {

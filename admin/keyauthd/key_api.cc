@@ -5,6 +5,7 @@
 #include "api_support.h"
 #include "key_json.h"
 #include "quota_json.h"
+#include "restrictions.h"
 
 namespace keyauth {
 
@@ -69,8 +70,8 @@ HttpResponse KeyApi::create_key(const Id &account, const Actor &actor, const Htt
     std::optional<json> parsed = object_body(req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota"},
-                             "name, scopes, rateLimitPerMinute, expiresAt, quota"))
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota", "allowedIps"},
+                             "name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps"))
         return *r;
     for (const char *f : {"name", "scopes", "rateLimitPerMinute"}) {
         if (!body.contains(f)) return invalid(f, std::string("Missing field \"") + f + "\"");
@@ -83,6 +84,7 @@ HttpResponse KeyApi::create_key(const Id &account, const Actor &actor, const Htt
         if (auto r = read_expiry(body["expiresAt"], false, spec.expires_at)) return *r;
     }
     if (body.contains("quota")) spec.quota = quota_from_json(body["quota"], QuotaOwner::kKey, "quota");
+    if (body.contains("allowedIps")) spec.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
     // Read before the write: once the key is committed, nothing may fail
     // between it and the one answer that carries its secret.
     const uint32_t entitlement = entitlement_of(account);
@@ -142,11 +144,11 @@ HttpResponse KeyApi::update_key(const Id &account, const Actor &actor, const std
     std::optional<json> parsed = object_body(req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota"},
-                             "any of name, scopes, rateLimitPerMinute, expiresAt, quota"))
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota", "allowedIps"},
+                             "any of name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps"))
         return *r;
     if (body.empty())
-        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt, quota");
+        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps");
     KeyChanges changes;
     if (body.contains("name")) {
         if (auto r = read_name(body["name"], changes.name.emplace())) return *r;
@@ -162,6 +164,8 @@ HttpResponse KeyApi::update_key(const Id &account, const Actor &actor, const std
     }
     // null removes the key's own quota
     if (body.contains("quota")) changes.quota = quota_from_json(body["quota"], QuotaOwner::kKey, "quota");
+    // null: any address again
+    if (body.contains("allowedIps")) changes.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
     return one_key(account, store_.update_key(account, id, changes, actor), 200);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "key_rules.h"
+#include "restrictions.h"
 
 namespace keyauth {
 
@@ -45,6 +46,7 @@ nlohmann::json key_to_json(const KeyRecord &key, uint32_t entitlement_rpm, int64
         {"rolledTo", key_id_or_null(key.rolled_to)},
         {"quota", quota_to_json(key.quota, quota_used, now_ms)},
         {"quotaManaged", key.quota_managed},
+        {"allowedIps", allowed_ips_to_json(key.allowed_ips)},
         {"lastUsedAt", nullptr},
         {"usage", {{"allowed", 0}, {"rateLimited", 0}}},
         {"leak", nullptr},
@@ -70,6 +72,7 @@ nlohmann::json account_to_json(const AccountOnPlan &on, std::optional<uint64_t> 
         {"rateLimitPerMinute", on.effective.rate_rpm},
         {"maxKeys", on.effective.max_keys},
         {"allowedScopes", rec.allowed_scopes.empty() ? nlohmann::json(nullptr) : nlohmann::json(rec.allowed_scopes)},
+        {"allowedIps", allowed_ips_to_json(rec.allowed_ips)},
         {"quota", quota_to_json(on.effective.quota, quota_used, now_ms)},
         {"overrides", overrides},
         {"entitlementPerMinute", rec.entitlement_rpm},

@@ -64,6 +64,8 @@ struct KeySpec {
     uint32_t requested_rpm = 0;
     Expiry expires_at;  // nullopt: never; the epoch is an instant like any other
     Quota quota;        // the key's own (day, month or total); none: the account's alone
+    std::string allowed_ips{};  // packed (restrictions.h); empty: any address
+    std::string meta{};         // a JSON object handed on; empty: none
 };
 
 // The fields an update changes; the others stay.
@@ -73,7 +75,8 @@ struct KeyChanges {
     std::optional<uint32_t> requested_rpm;
     std::optional<Expiry> expires_at;  // given: a new expiry (nullopt inside: never)
     std::optional<Quota> quota;        // given: the key's quota (none: removed)
-    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at && !quota; }
+    std::optional<std::string> allowed_ips;  // given: packed; empty: any address
+    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at && !quota && !allowed_ips; }
 };
 
 // Account fields an operator sets; at creation, the unset ones take their
@@ -94,9 +97,10 @@ struct AccountChanges {
     // the business's own id of the account: unique (kConflict
     // EXTERNAL_ID_TAKEN); given as none, removed
     std::optional<std::optional<std::string>> external_id;
+    std::optional<std::string> allowed_ips;  // given: packed (restrictions.h); empty: any address
     bool empty() const {
         return !name && !entitlement_rpm && !max_keys && !allowed_scopes && !quota && !follow_plan &&
-               !external_id;
+               !external_id && !allowed_ips;
     }
 };
 

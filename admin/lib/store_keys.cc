@@ -8,6 +8,7 @@
 #include "keyauth_schema.h"
 #include "leak_records.h"
 #include "quota_json.h"
+#include "restrictions.h"
 #include "rfc3339.h"
 #include "sha256.h"
 #include "store.h"
@@ -96,6 +97,8 @@ CreatedKey put_new_key(Mutation &m, std::string_view key_prefix, const Id &accou
     rec.name = spec.name;
     rec.quota = spec.quota;
     rec.quota_managed = quota_managed && !spec.quota.none();
+    rec.allowed_ips = spec.allowed_ips;
+    rec.meta = spec.meta;
     m.expect(Table::kKeysByHash, bytes(hash), std::nullopt);
     m.put(Table::kKeysByHash, bytes(hash), encode_key_record(rec));
     return out;
@@ -181,6 +184,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         if (spec.expires_at) e.change("expiresAt", nullptr, format_time(*spec.expires_at));
         if (!spec.quota.none()) e.change("quota", nullptr, quota_terms_json(spec.quota));
         if (made.front().key.quota_managed) e.change("quotaManaged", nullptr, true);
+        if (!spec.allowed_ips.empty()) e.change("allowedIps", nullptr, allowed_ips_to_json(spec.allowed_ips));
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
@@ -316,6 +320,10 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
             if (rec.quota != was) e.change("quota", quota_terms_json(was), quota_terms_json(rec.quota));
             if (rec.quota_managed != was_managed) e.change("quotaManaged", was_managed, rec.quota_managed);
         }
+        if (changes.allowed_ips && *changes.allowed_ips != rec.allowed_ips) {
+            e.change("allowedIps", allowed_ips_to_json(rec.allowed_ips), allowed_ips_to_json(*changes.allowed_ips));
+            rec.allowed_ips = *changes.allowed_ips;
+        }
         if (e.changes.empty()) return rec;  // nothing to write
         AccountRecord account = acc.account.record;
         if (!was_active && key_active(rec, now)) {
@@ -364,7 +372,7 @@ RolledKey Store::roll_key(const std::optional<Id> &owner, const Id &key_id, int6
         KeyIds ids(r, m);
         // the quota goes along, managed or not; the edge charges it by
         // rate_id, so the successor also shares what the chain has used
-        KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old), old.quota};
+        KeySpec spec{old.name, old.scopes, old.requested_rpm, expiry_of(old), old.quota, old.allowed_ips, old.meta};
         RolledKey out;
         out.successor =
             put_new_key(m, key_prefix_for_write(r, m), old.account_id, spec, ids.next(now), now, old.quota_managed);

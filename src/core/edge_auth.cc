@@ -10,6 +10,7 @@
 #include "edge.h"
 #include "edge_store.h"
 #include "ids.h"
+#include "ip_allowlist.h"
 #include "key_format.h"
 #include "keyauth_core.h"
 #include "records.h"
@@ -39,7 +40,6 @@ const char *decode_problem(DecodeStatus st) {
 
 void check_key(ka_edge_t *edge, std::string_view token, const sockaddr *client,
                const ka_str_t *scopes, size_t n_scopes, int64_t now_ms, ka_auth_result_t *out) {
-    (void)client;  // allowedIps come with the record layouts that hold them
     if (token.empty()) {
         return verdict(out, KA_AUTH_KEY_REQUIRED, KA_LOG_INFO, "no API key");
     }
@@ -167,13 +167,26 @@ void check_key(ka_edge_t *edge, std::string_view token, const sockaddr *client,
         }
         const Entitlements e = effective_entitlements(view, plan);
         account = &edge->accounts.put(key.account_id, snap.generation(),
-                                      AccountState{view.status, e.rate_rpm, e.quota});
+                                      AccountState{view.status, e.rate_rpm, e.quota, view.allowed_ips, view.meta});
     }
     if (account->status != KA_ACCOUNT_ACTIVE) {
         ids();
         return verdict(out, KA_AUTH_ACCOUNT_SUSPENDED, KA_LOG_INFO,
                        "API key %.*s belongs to suspended account %.*s", KA_ID_TEXT_LEN, key_id,
                        KA_ID_TEXT_LEN, account_id);
+    }
+    // allowedIps: the key's list and its account's must both fit; an address
+    // not known (no client, a Unix socket) fits none. Charged nothing.
+    if (!key.allowed_ips.empty() || !account->allowed_ips.empty()) {
+        unsigned char addr[16];
+        const bool known = client_address(client, addr);
+        const bool key_fits = known && allowed_ips_fit(key.allowed_ips, addr);
+        if (!key_fits || !allowed_ips_fit(account->allowed_ips, addr)) {
+            ids();
+            return verdict(out, KA_AUTH_IP_NOT_ALLOWED, KA_LOG_INFO,
+                           "API key %.*s may not be used from this address (outside %s allowedIps)",
+                           KA_ID_TEXT_LEN, key_id, key_fits ? "its account's" : "the key's");
+        }
     }
     out->entitlement_rpm = account->entitlement_rpm;
     out->key_quota_period = key.quota.period;

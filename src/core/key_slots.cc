@@ -67,8 +67,10 @@ void encode_in_record_slot(const unsigned char *hash, const unsigned char *key_i
 
 void encode_key_slot(const unsigned char *hash, const KeyRecordView &key, unsigned char *out) noexcept {
     const bool rolled = key.rate_id != nullptr && std::memcmp(key.rate_id, key.key_id, KA_ID_LEN) != 0;
-    // A key with its own quota has no room inline: the edge reads its record.
-    if (rolled || !key.quota.none() || key.scopes.size() > KA_KEY_SLOT_SCOPE_BYTES ||
+    // A key with its own quota, allowedIps or meta has no room inline: the
+    // edge reads its record.
+    if (rolled || !key.quota.none() || !key.allowed_ips.empty() || !key.meta.empty() ||
+        key.scopes.size() > KA_KEY_SLOT_SCOPE_BYTES ||
         key.expires_ms < 0 || key.expires_ms > kMaxU48) {
         return encode_in_record_slot(hash, key.key_id, out);
     }

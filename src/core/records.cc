@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ip_allowlist.h"
 #include "le.h"
 #include "scope.h"
 
@@ -16,6 +17,9 @@ using A2 = ka_account_record_v2;
 using A3 = ka_account_record_v3;
 using F3 = ka_key_record_v3;
 using F4 = ka_key_record_v4;
+using F5 = ka_key_record_v5;
+using A4 = ka_account_record_v4;
+using R = ka_restrictions_v1;
 using T = ka_token_record_v1;
 using T2 = ka_token_record_v2;
 
@@ -79,6 +83,37 @@ void copy_id(Id &to, const unsigned char *from) {
     if (from) std::memcpy(to.data(), from, KA_ID_LEN);
 }
 
+// The restrictions of key layout 5 and account layout 4: the same fields at
+// the same place after each head.
+struct Restrictions {
+    size_t ips_bytes = 0, meta_bytes = 0;
+};
+
+bool meta_bytes_ok(size_t n) { return n == 0 || (n >= 2 && n <= KA_META_MAX_BYTES); }
+
+void encode_restrictions(unsigned char *at, const std::string &ips, const std::string &meta) {
+    require(ips.empty() || allowed_ips_ok(ips), "allowed IPs");
+    require(meta_bytes_ok(meta.size()), "meta size");
+    at[offsetof(R, allowed_ip_count)] = static_cast<unsigned char>(ips.size() / KA_CIDR_ENTRY_BYTES);
+    store_le<uint16_t>(at + offsetof(R, meta_bytes), static_cast<uint16_t>(meta.size()));
+}
+
+bool decode_restrictions(const unsigned char *at, Restrictions &r) {
+    const size_t count = at[offsetof(R, allowed_ip_count)];
+    r.ips_bytes = count * KA_CIDR_ENTRY_BYTES;
+    r.meta_bytes = load_le<uint16_t>(at + offsetof(R, meta_bytes));
+    return count <= KA_ALLOWED_IPS_MAX && meta_bytes_ok(r.meta_bytes) && at[offsetof(R, reserved8)] == 0 &&
+           load_le<uint32_t>(at + offsetof(R, reserved32)) == 0;
+}
+
+// Views the restrictions at the end of a record and checks them.
+bool view_restrictions(const unsigned char *at, const Restrictions &r, std::string_view &ips,
+                       std::string_view &meta) {
+    ips = view(at, r.ips_bytes);
+    meta = view(at + r.ips_bytes, r.meta_bytes);
+    return ips.empty() || allowed_ips_ok(ips);
+}
+
 }  // namespace
 
 bool quota_ok(const Quota &q, bool total_ok) noexcept {
@@ -133,6 +168,8 @@ KeyRecord KeyRecordView::to_owned() const {
     if (rate_id && std::memcmp(rate_id, key_id, KA_ID_LEN) != 0) copy_id(r.rate_id, rate_id);
     r.quota = quota;
     r.quota_managed = quota_managed;
+    r.allowed_ips = std::string(allowed_ips);
+    r.meta = std::string(meta);
     return r;
 }
 
@@ -143,13 +180,16 @@ std::string encode_key_record(const KeyRecord &rec) {
     require(quota_ok(rec.quota, true), "key quota");
     require(!rec.quota_managed || !rec.quota.none(), "a managed quota without a quota");
     std::string packed = pack_scopes(rec.scopes);
-    // layouts 3 and 4 share the head; 4 marks the quota managed
-    const bool v3 = !rec.quota.none();
-    std::string out(v3 ? KA_KEY_RECORD_V3_HEAD : KA_KEY_RECORD_V2_HEAD, '\0');
+    // layouts 3 and 4 share the head; 4 marks the quota managed; 5 adds the
+    // restrictions, written only for a key that has one
+    const bool v5 = !rec.allowed_ips.empty() || !rec.meta.empty();
+    const bool v3 = !rec.quota.none() || v5;
+    std::string out(v5 ? KA_KEY_RECORD_V5_HEAD : v3 ? KA_KEY_RECORD_V3_HEAD : KA_KEY_RECORD_V2_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(F, version), rec.quota_managed ? KA_KEY_RECORD_V4
-                                                 : v3              ? KA_KEY_RECORD_V3
-                                                                   : KA_KEY_RECORD_V2);
+    store_le<uint16_t>(p + offsetof(F, version), v5                ? KA_KEY_RECORD_V5
+                                                 : rec.quota_managed ? KA_KEY_RECORD_V4
+                                                 : v3                ? KA_KEY_RECORD_V3
+                                                                     : KA_KEY_RECORD_V2);
     p[offsetof(F, status)] = rec.status;
     p[offsetof(F, scope_count)] = static_cast<unsigned char>(rec.scopes.size());
     store_le<uint32_t>(p + offsetof(F, requested_rpm), rec.requested_rpm);
@@ -170,9 +210,11 @@ std::string encode_key_record(const KeyRecord &rec) {
         store_le<uint64_t>(p + offsetof(F3, quota_units), rec.quota.units);
         if (rec.quota_managed) p[offsetof(F4, quota_flags)] = KA_KEY_QUOTA_MANAGED;
     }
+    if (v5) encode_restrictions(p + offsetof(F5, restrictions), rec.allowed_ips, rec.meta);
     out += packed;
     out += rec.prefix;
     out += rec.name;
+    if (v5) out += rec.allowed_ips + rec.meta;
     return out;
 }
 
@@ -182,15 +224,20 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
         return DecodeStatus::kCorrupt;
     }
     out.version = load_le<uint16_t>(p + offsetof(F, version));
-    if (out.version != KA_KEY_RECORD_V1 && out.version != KA_KEY_RECORD_V2 &&
-        out.version != KA_KEY_RECORD_V3 && out.version != KA_KEY_RECORD_V4) {
+    if (out.version < KA_KEY_RECORD_V1 || out.version > KA_KEY_RECORD_V5) {
         return DecodeStatus::kUnknownVersion;
     }
     const bool own_quota = out.version == KA_KEY_RECORD_V3 || out.version == KA_KEY_RECORD_V4;
+    const bool v5 = out.version == KA_KEY_RECORD_V5;
     const size_t head = out.version == KA_KEY_RECORD_V1   ? KA_KEY_RECORD_HEAD
                         : out.version == KA_KEY_RECORD_V2 ? KA_KEY_RECORD_V2_HEAD
+                        : v5                              ? KA_KEY_RECORD_V5_HEAD
                                                           : KA_KEY_RECORD_V3_HEAD;
     if (len < head) {
+        return DecodeStatus::kCorrupt;
+    }
+    Restrictions restrictions;
+    if (v5 && !decode_restrictions(p + offsetof(F5, restrictions), restrictions)) {
         return DecodeStatus::kCorrupt;
     }
     out.status = p[offsetof(F, status)];
@@ -206,7 +253,9 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
     size_t name_len = p[offsetof(F, name_len)];
     if ((out.status != KA_KEY_ACTIVE && out.status != KA_KEY_REVOKED) ||
         out.scope_count > KA_SCOPES_MAX || prefix_len > KA_PREFIX_MAX_LEN ||
-        name_len > KA_NAME_MAX_LEN || len != head + scopes_bytes + prefix_len + name_len) {
+        name_len > KA_NAME_MAX_LEN ||
+        len != head + scopes_bytes + prefix_len + name_len + restrictions.ips_bytes +
+                   restrictions.meta_bytes) {
         return DecodeStatus::kCorrupt;
     }
     if (out.version == KA_KEY_RECORD_V1) {
@@ -219,15 +268,27 @@ DecodeStatus decode_key_record(const void *data, size_t len, KeyRecordView &out)
     }
     out.quota = Quota{};
     out.quota_managed = out.version == KA_KEY_RECORD_V4;
-    if (own_quota) {
+    if (own_quota || v5) {
         out.quota = load_quota(p + offsetof(F3, quota_period), p + offsetof(F3, quota_units));
-        if (out.quota.none() || !quota_ok(out.quota, true)) return DecodeStatus::kCorrupt;
+        // layout 5's quota is optional, and so is its mark
+        if ((own_quota && out.quota.none()) || !quota_ok(out.quota, true)) return DecodeStatus::kCorrupt;
     }
-    if (out.quota_managed && p[offsetof(F4, quota_flags)] != KA_KEY_QUOTA_MANAGED) return DecodeStatus::kCorrupt;
+    if (v5) {
+        const uint8_t flags = p[offsetof(F4, quota_flags)];
+        if (flags != 0 && (flags != KA_KEY_QUOTA_MANAGED || out.quota.none())) return DecodeStatus::kCorrupt;
+        out.quota_managed = flags == KA_KEY_QUOTA_MANAGED;
+    }
+    if (out.version == KA_KEY_RECORD_V4 && p[offsetof(F4, quota_flags)] != KA_KEY_QUOTA_MANAGED)
+        return DecodeStatus::kCorrupt;
     const unsigned char *tail = p + head;
     out.scopes = view(tail, scopes_bytes);
     out.prefix = view(tail + scopes_bytes, prefix_len);
     out.name = view(tail + scopes_bytes + prefix_len, name_len);
+    out.allowed_ips = out.meta = std::string_view();
+    if (v5 && !view_restrictions(tail + scopes_bytes + prefix_len + name_len, restrictions,
+                                 out.allowed_ips, out.meta)) {
+        return DecodeStatus::kCorrupt;
+    }
     return packed_scopes_ok(out.scopes, out.scope_count) ? DecodeStatus::kOk
                                                           : DecodeStatus::kCorrupt;
 }
@@ -242,9 +303,11 @@ std::string encode_account_record(const AccountRecord &rec) {
     require((rec.overrides & ~(KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA)) == 0,
             "account overrides");
     std::string packed = pack_scopes(rec.allowed_scopes);
-    std::string out(KA_ACCOUNT_RECORD_V3_HEAD, '\0');
+    // layout 4 only for an account with restrictions: older edges read the rest
+    const bool v4 = !rec.allowed_ips.empty() || !rec.meta.empty();
+    std::string out(v4 ? KA_ACCOUNT_RECORD_V4_HEAD : KA_ACCOUNT_RECORD_V3_HEAD, '\0');
     auto *p = reinterpret_cast<unsigned char *>(out.data());
-    store_le<uint16_t>(p + offsetof(A, version), KA_ACCOUNT_RECORD_V3);
+    store_le<uint16_t>(p + offsetof(A, version), v4 ? KA_ACCOUNT_RECORD_V4 : KA_ACCOUNT_RECORD_V3);
     p[offsetof(A, status)] = rec.status;
     p[offsetof(A, name_len)] = static_cast<unsigned char>(rec.name.size());
     store_le<uint32_t>(p + offsetof(A, entitlement_rpm), rec.entitlement_rpm);
@@ -257,9 +320,11 @@ std::string encode_account_record(const AccountRecord &rec) {
     p[offsetof(A3, quota_period)] = rec.quota.period;
     p[offsetof(A3, plan_id_len)] = static_cast<unsigned char>(rec.plan_id.size());
     store_le<uint64_t>(p + offsetof(A3, quota_units), rec.quota.units);
+    if (v4) encode_restrictions(p + offsetof(A4, restrictions), rec.allowed_ips, rec.meta);
     out += rec.name;
     out += packed;
     out += rec.plan_id;
+    if (v4) out += rec.allowed_ips + rec.meta;
     return out;
 }
 
@@ -275,6 +340,8 @@ AccountRecord AccountRecordView::to_owned() const {
     r.plan_id = std::string(plan_id);
     r.overrides = overrides;
     r.quota = quota;
+    r.allowed_ips = std::string(allowed_ips);
+    r.meta = std::string(meta);
     return r;
 }
 
@@ -284,16 +351,21 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
         return DecodeStatus::kCorrupt;
     }
     out.version = load_le<uint16_t>(p + offsetof(A, version));
-    if (out.version != KA_ACCOUNT_RECORD_V1 && out.version != KA_ACCOUNT_RECORD_V2 &&
-        out.version != KA_ACCOUNT_RECORD_V3) {
+    if (out.version < KA_ACCOUNT_RECORD_V1 || out.version > KA_ACCOUNT_RECORD_V4) {
         return DecodeStatus::kUnknownVersion;
     }
     const bool v1 = out.version == KA_ACCOUNT_RECORD_V1;
-    const bool v3 = out.version == KA_ACCOUNT_RECORD_V3;
+    const bool v4 = out.version == KA_ACCOUNT_RECORD_V4;
+    const bool v3 = out.version == KA_ACCOUNT_RECORD_V3 || v4;  // layout 4 is 3 and more
     const size_t head = v1 ? KA_ACCOUNT_RECORD_HEAD
+                        : v4 ? KA_ACCOUNT_RECORD_V4_HEAD
                         : v3 ? KA_ACCOUNT_RECORD_V3_HEAD
                              : KA_ACCOUNT_RECORD_V2_HEAD;
     if (len < head) {
+        return DecodeStatus::kCorrupt;
+    }
+    Restrictions restrictions;
+    if (v4 && !decode_restrictions(p + offsetof(A4, restrictions), restrictions)) {
         return DecodeStatus::kCorrupt;
     }
     out.status = p[offsetof(A, status)];
@@ -323,12 +395,18 @@ DecodeStatus decode_account_record(const void *data, size_t len, AccountRecordVi
         out.allowed_scope_count > KA_SCOPES_MAX || plan_id_len > KA_PLAN_ID_MAX_LEN ||
         (out.overrides & ~(KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA)) != 0 ||
         !quota_ok(out.quota, false) ||
-        len != head + name_len + scopes_bytes + plan_id_len) {
+        len != head + name_len + scopes_bytes + plan_id_len + restrictions.ips_bytes +
+                   restrictions.meta_bytes) {
         return DecodeStatus::kCorrupt;
     }
     out.name = view(p + head, name_len);
     out.allowed_scopes = view(p + head + name_len, scopes_bytes);
     out.plan_id = view(p + head + name_len + scopes_bytes, plan_id_len);
+    out.allowed_ips = out.meta = std::string_view();
+    if (v4 && !view_restrictions(p + head + name_len + scopes_bytes + plan_id_len, restrictions,
+                                 out.allowed_ips, out.meta)) {
+        return DecodeStatus::kCorrupt;
+    }
     if (!walk_packed(out.allowed_scopes, out.allowed_scope_count, KA_SCOPE_MAX_LEN,
                      [](std::string_view) { return false; })) {
         return DecodeStatus::kCorrupt;

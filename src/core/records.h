@@ -51,6 +51,10 @@ struct KeyRecord {
     Quota quota;
     // Its quota was set by an operator (layout 4): the console may not lift it.
     bool quota_managed = false;
+    // Layout 5: allowedIps packed (ip_allowlist.h; empty: any address) and
+    // meta, a JSON object handed on (empty: none).
+    std::string allowed_ips{};
+    std::string meta{};
 };
 
 inline bool is_none(const Id &id) { return id == Id{}; }
@@ -73,8 +77,10 @@ struct KeyRecordView {
     // Layout 2's chain ids; null in layout 1 (none).
     const unsigned char *rolled_from = nullptr;
     const unsigned char *rolled_to = nullptr;
-    Quota quota;  // layouts 3 and 4
-    bool quota_managed = false;  // layout 4
+    Quota quota;  // layouts 3, 4 and 5
+    bool quota_managed = false;  // layouts 4 and 5
+    std::string_view allowed_ips;  // layout 5: packed entries; empty: any address
+    std::string_view meta;         // layout 5: empty: none
 
     // True if any granted scope grants `required`.
     bool grants(std::string_view required) const noexcept;
@@ -102,6 +108,9 @@ struct AccountRecord {
     std::string plan_id;
     uint8_t overrides = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
     Quota quota;
+    // Layout 4: as a key's (layout 5).
+    std::string allowed_ips{};
+    std::string meta{};
 };
 
 struct AccountRecordView {
@@ -118,6 +127,8 @@ struct AccountRecordView {
     std::string_view plan_id;
     uint8_t overrides = KA_OVERRIDE_RATE | KA_OVERRIDE_MAX_KEYS | KA_OVERRIDE_QUOTA;
     Quota quota;
+    std::string_view allowed_ips;  // layout 4
+    std::string_view meta;         // layout 4
 
     AccountRecord to_owned() const;
 };

@@ -558,7 +558,7 @@ LOC
 
 # The console stack of one mode: keyauthd (admin => 1: with its admin
 # listener; keyauthd => {...}: more of start_keyauthd's options), on etcd also keyauth-syncd (synced before nginx starts), and
-# nginx with the console API and `locations`.
+# nginx with the console API and `locations` (and `http`: more http-level lines).
 sub start_console_stack {
     my ($self, %o) = @_;
     $self->start_keyauthd(admin => $o{admin}, %{ $o{keyauthd} // {} });
@@ -566,7 +566,7 @@ sub start_console_stack {
         $self->start_syncd;
         $self->wait_synced or die "syncd did not sync:\n" . $self->syncd_log;
     }
-    $self->start_nginx(http => $self->console_http . "\nkeyauth_zone keys:1m;",
+    $self->start_nginx(http => $self->console_http . "\nkeyauth_zone keys:1m;\n" . ($o{http} // ''),
                        locations => $self->console_locations . ($o{locations} // ''), no_init => !!$self->{etcd});
 }
 
