@@ -53,7 +53,7 @@ protected:
         const std::string header = "Bearer " + secret;
         ka_str_t s{scope, std::strlen(scope)};
         ka_auth_result_t r;
-        ka_edge_authenticate(edge, header.data(), header.size(), &s, 1, wall_clock_ms(), &r);
+        ka_edge_authenticate(edge, header.data(), header.size(), nullptr, &s, 1, wall_clock_ms(), &r);
         if (out) *out = r;
         return r.verdict;
     }
