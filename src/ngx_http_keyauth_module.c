@@ -8,6 +8,7 @@
  */
 
 #include "ngx_http_keyauth_module.h"
+#include "ngx_http_keyauth_decide.h"
 #include "ngx_http_keyauth_ip.h"
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_log.h"
@@ -26,7 +27,8 @@
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
 static void ngx_http_keyauth_cleanup(void *data);
 static ngx_int_t ngx_http_keyauth_outcome(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_loc_conf_t *klcf,
+    ngx_http_keyauth_ctx_t *ctx);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *code, ngx_str_t *message,
     ngx_str_t *challenge);
@@ -206,7 +208,6 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
 {
     int64_t                       now_ms;
     ngx_str_t                    *value;
-    ngx_uint_t                    level;
     ngx_time_t                   *tp;
     ngx_table_elt_t              *h;
     ngx_pool_cleanup_t            *cln;
@@ -283,13 +284,10 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
                          now_ms, &ctx->auth);
 
     if (ctx->auth.log_level != KA_LOG_NONE) {
-        level = (ctx->auth.log_level == KA_LOG_ERROR) ? NGX_LOG_ERR
-                                                        : NGX_LOG_INFO;
-        ngx_log_error(level, r->connection->log, 0, "keyauth: %s",
-                      ctx->auth.reason);
+        ngx_http_keyauth_log_auth(r, &ctx->auth);
     }
 
-    return ngx_http_keyauth_outcome(r, kmcf, ctx);
+    return ngx_http_keyauth_outcome(r, kmcf, klcf, ctx);
 }
 
 
@@ -300,10 +298,10 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
  */
 static ngx_int_t
 ngx_http_keyauth_outcome(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_loc_conf_t *klcf,
+    ngx_http_keyauth_ctx_t *ctx)
 {
     ka_str_t    *scope;
-    ngx_int_t    rc;
     ngx_str_t    code, message, challenge;
     ngx_uint_t   status;
 
@@ -319,15 +317,30 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        /* quota (no charge), rate, then the charge; a refusal is counted
-         * where it is sent, since finalizing may free the request and ctx */
-        rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
+        ctx->cost = klcf->cost;
+        ctx->cost_header = klcf->cost_header.len ? &klcf->cost_header : NULL;
 
-        if (rc == NGX_OK) {
-            ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_OK);
+        /* quota (no charge), rate, then the charge: the verify API's
+         * decision too; counted there, answered here */
+        switch (ngx_http_keyauth_decide(r, kmcf, ctx)) {
+
+        case NGX_HTTP_KEYAUTH_OK:
+            return NGX_OK;
+
+        case NGX_HTTP_KEYAUTH_RATE_LIMITED:
+            return ngx_http_keyauth_rate_refuse(r, ctx);
+
+        case NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED:
+            return ngx_http_keyauth_quota_refuse(r, ctx);
+
+        default: /* NGX_HTTP_KEYAUTH_UNAVAILABLE: the ledger, logged */
+            status = NGX_HTTP_SERVICE_UNAVAILABLE;
+            ngx_str_set(&code, "AUTH_UNAVAILABLE");
+            ngx_str_set(&message, "API key authentication is temporarily "
+                                  "unavailable");
+            return ngx_http_keyauth_reject(r, status, &code, &message,
+                                           &challenge);
         }
-
-        return rc;
 
     case KA_AUTH_KEY_REQUIRED:
         ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_REQUIRED);
