@@ -22,6 +22,7 @@
 #include "ngx_http_keyauth_store.h"
 #include "ngx_http_keyauth_usage.h"
 #include "ngx_http_keyauth_variables.h"
+#include "ngx_http_keyauth_verify.h"
 
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
@@ -62,6 +63,8 @@ static ngx_http_keyauth_content_t  ngx_http_keyauth_ip_content =
     { ngx_http_keyauth_ip_handler, 0, 0 };
 static ngx_http_keyauth_content_t  ngx_http_keyauth_status_content =
     { ngx_http_keyauth_status_handler, 1, 0 };
+static ngx_http_keyauth_content_t  ngx_http_keyauth_verify_content =
+    { ngx_http_keyauth_verify_handler, 1, 0 };
 
 
 static ngx_command_t  ngx_http_keyauth_commands[] = {
@@ -135,6 +138,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       &ngx_http_keyauth_status_content },
+
+    { ngx_string("keyauth_verify"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_keyauth_content,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_http_keyauth_verify_content },
 
     { ngx_string("keyauth"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
@@ -678,6 +688,10 @@ ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->scopes, prev->scopes, NULL);
     ngx_conf_merge_uint_value(conf->cost, prev->cost, 1);
     ngx_conf_merge_str_value(conf->cost_header, prev->cost_header, "");
+
+    /* the core module's configuration of this location is merged already */
+    ngx_http_keyauth_verify_merge(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
 
     if (conf->enable) {
         kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);
