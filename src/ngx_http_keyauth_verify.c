@@ -17,6 +17,31 @@ static ngx_int_t ngx_http_keyauth_verify_invalid(ngx_http_request_t *r,
     const char *field, const char *message);
 
 
+/* The core's refusals, by verdict (keyauth_core.h's order): the
+ * keyauth_status counter and the code the answer gives, the edge's. */
+typedef struct {
+    ngx_http_keyauth_outcome_e  outcome;
+    ngx_str_t                   code;
+} ngx_http_keyauth_verify_refusal_t;
+
+static ngx_http_keyauth_verify_refusal_t  ngx_http_keyauth_verify_refusals[] = {
+    /* KA_AUTH_OK: decided further */
+    { NGX_HTTP_KEYAUTH_OK, ngx_null_string },
+    /* KA_AUTH_KEY_REQUIRED: an empty key, which the parser refuses */
+    { NGX_HTTP_KEYAUTH_KEY_INVALID, ngx_string("INVALID_API_KEY") },
+    /* KA_AUTH_KEY_INVALID */
+    { NGX_HTTP_KEYAUTH_KEY_INVALID, ngx_string("INVALID_API_KEY") },
+    /* KA_AUTH_SCOPE_MISSING */
+    { NGX_HTTP_KEYAUTH_SCOPE_MISSING, ngx_string("INSUFFICIENT_SCOPE") },
+    /* KA_AUTH_UNAVAILABLE: 503 */
+    { NGX_HTTP_KEYAUTH_UNAVAILABLE, ngx_null_string },
+    /* KA_AUTH_ACCOUNT_SUSPENDED */
+    { NGX_HTTP_KEYAUTH_ACCOUNT_SUSPENDED, ngx_string("ACCOUNT_SUSPENDED") },
+    /* KA_AUTH_IP_NOT_ALLOWED */
+    { NGX_HTTP_KEYAUTH_IP_NOT_ALLOWED, ngx_string("IP_NOT_ALLOWED") },
+};
+
+
 ngx_int_t
 ngx_http_keyauth_verify_handler(ngx_http_request_t *r)
 {
@@ -117,6 +142,8 @@ ngx_http_keyauth_verify_check(ngx_http_request_t *r, u_char *body,
     ngx_http_keyauth_outcome_e     outcome;
     ngx_http_keyauth_main_conf_t  *kmcf;
 
+    ngx_http_keyauth_verify_refusal_t  *refusal;
+
     if (!ka_verify_parse((const char *) body, len, &req)) {
         return ngx_http_keyauth_verify_invalid(r, req.field, req.error);
     }
@@ -166,28 +193,19 @@ ngx_http_keyauth_verify_check(ngx_http_request_t *r, u_char *body,
 
         break;  /* unavailable: counted, logged */
 
-    case KA_AUTH_KEY_REQUIRED:  /* an empty key: the parser refuses it */
-    case KA_AUTH_KEY_INVALID:
-        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_INVALID);
-        ngx_str_set(&code, "INVALID_API_KEY");
-        return ngx_http_keyauth_verify_refused(r, &code, 0);
+    default:
+        refusal = (ngx_uint_t) ctx->auth.verdict
+                  < sizeof(ngx_http_keyauth_verify_refusals)
+                    / sizeof(ngx_http_keyauth_verify_refusals[0])
+                  ? &ngx_http_keyauth_verify_refusals[ctx->auth.verdict]
+                  : NULL;
 
-    case KA_AUTH_SCOPE_MISSING:
-        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_SCOPE_MISSING);
-        ngx_str_set(&code, "INSUFFICIENT_SCOPE");
-        return ngx_http_keyauth_verify_refused(r, &code, 0);
+        if (refusal && refusal->code.len) {
+            ngx_http_keyauth_count(kmcf, refusal->outcome);
+            return ngx_http_keyauth_verify_refused(r, &refusal->code, 0);
+        }
 
-    case KA_AUTH_ACCOUNT_SUSPENDED:
-        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_ACCOUNT_SUSPENDED);
-        ngx_str_set(&code, "ACCOUNT_SUSPENDED");
-        return ngx_http_keyauth_verify_refused(r, &code, 0);
-
-    case KA_AUTH_IP_NOT_ALLOWED:
-        ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_IP_NOT_ALLOWED);
-        ngx_str_set(&code, "IP_NOT_ALLOWED");
-        return ngx_http_keyauth_verify_refused(r, &code, 0);
-
-    default: /* KA_AUTH_UNAVAILABLE, or a verdict this glue does not know */
+        /* KA_AUTH_UNAVAILABLE, or a verdict this glue does not know */
         ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_UNAVAILABLE);
         break;
     }

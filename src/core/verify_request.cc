@@ -36,6 +36,22 @@ class Parser {
         while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) p_++;
     }
     bool at(char c) const { return p_ < end_ && *p_ == c; }
+    // After an object member or an array element: a comma (another one
+    // follows), the closing bracket, or neither.
+    enum Next { kMore, kDone, kBroken };
+    Next after_item(char close) {
+        ws();
+        if (at(',')) {
+            p_++;
+            ws();
+            return kMore;
+        }
+        if (at(close)) {
+            p_++;
+            return kDone;
+        }
+        return kBroken;
+    }
     bool null();
     // A JSON string at p_ (its opening quote): its raw bytes between the
     // quotes, and whether any was escaped. False if it is not well-formed.
@@ -135,17 +151,9 @@ bool Parser::request() {
             p_++;
             ws();
             if (!value(static_cast<Field>(f))) return false;
-            ws();
-            if (at(',')) {
-                p_++;
-                ws();
-                continue;
-            }
-            if (at('}')) {
-                p_++;
-                break;
-            }
-            return not_json();
+            const Next next = after_item('}');
+            if (next == kDone) break;
+            if (next == kBroken) return not_json();
         }
     }
     ws();
@@ -199,17 +207,9 @@ bool Parser::scopes() {
                         "1-31 characters each, without *", out_.n_scopes);
         }
         out_.scopes[out_.n_scopes++] = {s.data(), s.size()};
-        ws();
-        if (at(',')) {
-            p_++;
-            ws();
-            continue;
-        }
-        if (at(']')) {
-            p_++;
-            return true;
-        }
-        return not_json();
+        const Next next = after_item(']');
+        if (next == kDone) return true;
+        if (next == kBroken) return not_json();
     }
 }
 
