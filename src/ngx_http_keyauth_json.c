@@ -79,14 +79,24 @@ ngx_int_t
 ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *code, ngx_str_t *message)
 {
+    return ngx_http_keyauth_send_field_error(r, status, code, message, NULL);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_send_field_error(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *code, ngx_str_t *message, ngx_str_t *field)
+{
     u_char     *p;
     ngx_str_t   body;
 
     static const char  head[] = "{\"error\":{\"code\":\"";
     static const char  mid[] = "\",\"message\":\"";
+    static const char  named[] = "\",\"field\":\"";
     static const char  tail[] = "\"}}\n";
 
     body.len = sizeof(head) - 1 + code->len + sizeof(mid) - 1 + message->len
+               + (field ? sizeof(named) - 1 + field->len : 0)
                + sizeof(tail) - 1;
     body.data = ngx_pnalloc(r->pool, body.len);
     if (body.data == NULL) {
@@ -97,6 +107,12 @@ ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
     p = ngx_cpymem(p, code->data, code->len);
     p = ngx_cpymem(p, mid, sizeof(mid) - 1);
     p = ngx_cpymem(p, message->data, message->len);
+
+    if (field) {
+        p = ngx_cpymem(p, named, sizeof(named) - 1);
+        p = ngx_cpymem(p, field->data, field->len);
+    }
+
     ngx_memcpy(p, tail, sizeof(tail) - 1);
 
     return ngx_http_keyauth_send_json(r, status, &body);
@@ -106,22 +122,33 @@ ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
 ngx_int_t
 ngx_http_keyauth_get_only(ngx_http_request_t *r)
 {
-    ngx_str_t  code, message, value;
-
-    static ngx_str_t  allow = ngx_string("Allow");
+    ngx_str_t  allow, message;
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
         return NGX_DECLINED;
     }
 
-    ngx_str_set(&value, "GET, HEAD");
-    if (ngx_http_keyauth_add_header(r, &allow, &value) == NULL) {
+    ngx_str_set(&allow, "GET, HEAD");
+    ngx_str_set(&message, "This resource is read with GET or HEAD");
+
+    return ngx_http_keyauth_not_allowed(r, &allow, &message);
+}
+
+
+ngx_int_t
+ngx_http_keyauth_not_allowed(ngx_http_request_t *r, ngx_str_t *allow,
+    ngx_str_t *message)
+{
+    ngx_str_t  code;
+
+    static ngx_str_t  name = ngx_string("Allow");
+
+    if (ngx_http_keyauth_add_header(r, &name, allow) == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ngx_str_set(&code, "METHOD_NOT_ALLOWED");
-    ngx_str_set(&message, "This resource is read with GET or HEAD");
 
     return ngx_http_keyauth_send_error(r, NGX_HTTP_NOT_ALLOWED, &code,
-                                       &message);
+                                       message);
 }

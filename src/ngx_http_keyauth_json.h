@@ -20,6 +20,16 @@ ngx_int_t ngx_http_keyauth_send_json(ngx_http_request_t *r, ngx_uint_t status,
 ngx_int_t ngx_http_keyauth_send_error(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *code, ngx_str_t *message);
 
+/* The same with "field" (VALIDATION_ERROR's: the field refused); field
+ * may be NULL, and is trusted ASCII like code and message. */
+ngx_int_t ngx_http_keyauth_send_field_error(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *code, ngx_str_t *message, ngx_str_t *field);
+
+/* 405 METHOD_NOT_ALLOWED with Allow: allow; returns what the content
+ * handler returns. */
+ngx_int_t ngx_http_keyauth_not_allowed(ngx_http_request_t *r,
+    ngx_str_t *allow, ngx_str_t *message);
+
 /* Read-only resources (the plan catalog, the IP lookup): NGX_DECLINED for
  * GET and HEAD, else sends 405 METHOD_NOT_ALLOWED with Allow and returns
  * what the content handler returns. */

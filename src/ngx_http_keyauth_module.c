@@ -8,6 +8,7 @@
  */
 
 #include "ngx_http_keyauth_module.h"
+#include "ngx_http_keyauth_decide.h"
 #include "ngx_http_keyauth_ip.h"
 #include "ngx_http_keyauth_json.h"
 #include "ngx_http_keyauth_log.h"
@@ -21,12 +22,14 @@
 #include "ngx_http_keyauth_store.h"
 #include "ngx_http_keyauth_usage.h"
 #include "ngx_http_keyauth_variables.h"
+#include "ngx_http_keyauth_verify.h"
 
 
 static ngx_int_t ngx_http_keyauth_handler(ngx_http_request_t *r);
 static void ngx_http_keyauth_cleanup(void *data);
 static ngx_int_t ngx_http_keyauth_outcome(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_loc_conf_t *klcf,
+    ngx_http_keyauth_ctx_t *ctx);
 static ngx_int_t ngx_http_keyauth_reject(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *code, ngx_str_t *message,
     ngx_str_t *challenge);
@@ -60,6 +63,8 @@ static ngx_http_keyauth_content_t  ngx_http_keyauth_ip_content =
     { ngx_http_keyauth_ip_handler, 0, 0 };
 static ngx_http_keyauth_content_t  ngx_http_keyauth_status_content =
     { ngx_http_keyauth_status_handler, 1, 0 };
+static ngx_http_keyauth_content_t  ngx_http_keyauth_verify_content =
+    { ngx_http_keyauth_verify_handler, 1, 0 };
 
 
 static ngx_command_t  ngx_http_keyauth_commands[] = {
@@ -134,6 +139,13 @@ static ngx_command_t  ngx_http_keyauth_commands[] = {
       0,
       &ngx_http_keyauth_status_content },
 
+    { ngx_string("keyauth_verify"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_keyauth_content,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_http_keyauth_verify_content },
+
     { ngx_string("keyauth"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -206,7 +218,6 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
 {
     int64_t                       now_ms;
     ngx_str_t                    *value;
-    ngx_uint_t                    level;
     ngx_time_t                   *tp;
     ngx_table_elt_t              *h;
     ngx_pool_cleanup_t            *cln;
@@ -283,13 +294,10 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
                          now_ms, &ctx->auth);
 
     if (ctx->auth.log_level != KA_LOG_NONE) {
-        level = (ctx->auth.log_level == KA_LOG_ERROR) ? NGX_LOG_ERR
-                                                        : NGX_LOG_INFO;
-        ngx_log_error(level, r->connection->log, 0, "keyauth: %s",
-                      ctx->auth.reason);
+        ngx_http_keyauth_log_auth(r, &ctx->auth);
     }
 
-    return ngx_http_keyauth_outcome(r, kmcf, ctx);
+    return ngx_http_keyauth_outcome(r, kmcf, klcf, ctx);
 }
 
 
@@ -300,10 +308,10 @@ ngx_http_keyauth_handler(ngx_http_request_t *r)
  */
 static ngx_int_t
 ngx_http_keyauth_outcome(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_loc_conf_t *klcf,
+    ngx_http_keyauth_ctx_t *ctx)
 {
     ka_str_t    *scope;
-    ngx_int_t    rc;
     ngx_str_t    code, message, challenge;
     ngx_uint_t   status;
 
@@ -319,15 +327,30 @@ ngx_http_keyauth_outcome(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        /* quota (no charge), rate, then the charge; a refusal is counted
-         * where it is sent, since finalizing may free the request and ctx */
-        rc = ngx_http_keyauth_rate_limit(r, kmcf, ctx);
+        ctx->cost = klcf->cost;
+        ctx->cost_header = klcf->cost_header.len ? &klcf->cost_header : NULL;
 
-        if (rc == NGX_OK) {
-            ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_OK);
+        /* quota (no charge), rate, then the charge: the verify API's
+         * decision too; counted there, answered here */
+        switch (ngx_http_keyauth_decide(r, kmcf, ctx)) {
+
+        case NGX_HTTP_KEYAUTH_OK:
+            return NGX_OK;
+
+        case NGX_HTTP_KEYAUTH_RATE_LIMITED:
+            return ngx_http_keyauth_rate_refuse(r, ctx);
+
+        case NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED:
+            return ngx_http_keyauth_quota_refuse(r, ctx);
+
+        default: /* NGX_HTTP_KEYAUTH_UNAVAILABLE: the ledger, logged */
+            status = NGX_HTTP_SERVICE_UNAVAILABLE;
+            ngx_str_set(&code, "AUTH_UNAVAILABLE");
+            ngx_str_set(&message, "API key authentication is temporarily "
+                                  "unavailable");
+            return ngx_http_keyauth_reject(r, status, &code, &message,
+                                           &challenge);
         }
-
-        return rc;
 
     case KA_AUTH_KEY_REQUIRED:
         ngx_http_keyauth_count(kmcf, NGX_HTTP_KEYAUTH_KEY_REQUIRED);
@@ -665,6 +688,10 @@ ngx_http_keyauth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->scopes, prev->scopes, NULL);
     ngx_conf_merge_uint_value(conf->cost, prev->cost, 1);
     ngx_conf_merge_str_value(conf->cost_header, prev->cost_header, "");
+
+    /* the core module's configuration of this location is merged already */
+    ngx_http_keyauth_verify_merge(
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
 
     if (conf->enable) {
         kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_keyauth_module);

@@ -10,8 +10,9 @@
 #define NGX_HTTP_KEYAUTH_QUOTA_LOG_MSEC    60000
 
 
-static ngx_int_t ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx);
+static ngx_http_keyauth_outcome_e ngx_http_keyauth_quota_exceeded(
+    ngx_http_request_t *r, ngx_http_keyauth_main_conf_t *kmcf,
+    ngx_http_keyauth_ctx_t *ctx);
 static ngx_str_t *ngx_http_keyauth_find_header(ngx_list_t *headers,
     ngx_str_t *name, ngx_uint_t remove);
 static int64_t ngx_http_keyauth_parse_units(ngx_http_request_t *r,
@@ -91,20 +92,12 @@ ngx_http_keyauth_cost_header(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-ngx_int_t
+ngx_http_keyauth_outcome_e
 ngx_http_keyauth_quota_check(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms)
 {
-    uint64_t                      need;
-    ngx_int_t                     rc;
-    ngx_str_t                     code, message;
-    ngx_http_keyauth_loc_conf_t  *klcf;
-
-    klcf = ngx_http_get_module_loc_conf(r, ngx_http_keyauth_module);
-
-    ctx->cost = klcf->cost;
-    ctx->cost_header = klcf->cost_header.len ? &klcf->cost_header : NULL;
+    uint64_t  need;
 
     /* a metered call reserves its location's cost, at least a unit, until
      * its upstream says what it used: the calls in flight never hold more
@@ -131,34 +124,25 @@ ngx_http_keyauth_quota_check(ngx_http_request_t *r,
     switch (ctx->quota.verdict) {
 
     case KA_QUOTA_FREE:
-        return NGX_OK;
+        return NGX_HTTP_KEYAUTH_OK;
 
     case KA_QUOTA_ADMIT:
         ctx->quota_checked = 1;
-        return NGX_OK;
+        return NGX_HTTP_KEYAUTH_OK;
 
     case KA_QUOTA_EXCEEDED:
         ctx->quota_checked = 1;
-        return ngx_http_keyauth_quota_refuse(r, kmcf, ctx);
+        return ngx_http_keyauth_quota_exceeded(r, kmcf, ctx);
 
     default: /* KA_QUOTA_UNAVAILABLE */
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "keyauth: %s; refused with 503", ctx->quota.reason);
-        ctx->outcome = NGX_HTTP_KEYAUTH_UNAVAILABLE;
-        ngx_str_set(&code, "AUTH_UNAVAILABLE");
-        ngx_str_set(&message, "API key authentication is temporarily "
-                              "unavailable");
-        rc = ngx_http_keyauth_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                         &code, &message);
-        /* counted before the request (and ctx with it) may be freed */
-        ngx_http_keyauth_count(kmcf, ctx->outcome);
-        ngx_http_finalize_request(r, rc);
-        return NGX_DONE;
+        return NGX_HTTP_KEYAUTH_UNAVAILABLE;
     }
 }
 
 
-ngx_int_t
+ngx_http_keyauth_outcome_e
 ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms)
@@ -173,44 +157,59 @@ ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
         && !ka_quota_charge(ngx_http_keyauth_quota_ledger(), &ctx->auth,
                             &ctx->quota, cost, 1, now_ms))
     {
-        return ngx_http_keyauth_quota_refuse(r, kmcf, ctx);
+        return ngx_http_keyauth_quota_exceeded(r, kmcf, ctx);
     }
 
     if (ctx->cost_header) {
         ctx->reserved = cost;
         ctx->quota_pending = 1;
-        return NGX_OK;
+        return NGX_HTTP_KEYAUTH_OK;
     }
 
     if (ctx->quota_checked) {
         ngx_http_keyauth_count_units(kmcf, cost);
     }
 
-    return NGX_OK;
+    return NGX_HTTP_KEYAUTH_OK;
 }
 
 
-/* 429 QUOTA_EXCEEDED; Retry-After reaches the latest reset of the quotas
- * used up, none if one of them never refills. */
-static ngx_int_t
-ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
+/* A call its quota refuses: counted in usage (charged nothing) and logged. */
+static ngx_http_keyauth_outcome_e
+ngx_http_keyauth_quota_exceeded(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
 {
-    u_char             *p;
-    char                id[KA_ID_TEXT_LEN];
-    int64_t             retry, left;
-    ngx_int_t           rc;
-    ngx_str_t           code, message, value;
-    ngx_uint_t          i;
-    ngx_time_t         *tp;
-    ka_quota_policy_t  *q;
-
-    ctx->outcome = NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED;
+    char         id[KA_ID_TEXT_LEN];
+    ngx_time_t  *tp;
 
     tp = ngx_timeofday();
     ngx_http_keyauth_usage_count(r, kmcf, ctx, KA_USAGE_QUOTA_EXCEEDED, 0,
                                  (int64_t) tp->sec * 1000 + tp->msec,
                                  ngx_http_keyauth_now_ns());
+
+    if (r->connection->log->log_level >= NGX_LOG_INFO) {
+        if (ctx->quota.refused == KA_QUOTA_KEY) {
+            ka_format_key_id(ctx->auth.key_id_bin, id);
+        } else {
+            ka_format_account_id(ctx->auth.account_id_bin, id);
+        }
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "keyauth: %*s has used its quota of %uL units",
+                      (size_t) KA_ID_TEXT_LEN, id,
+                      ctx->quota.policy[ctx->quota.refused].units);
+    }
+
+    return NGX_HTTP_KEYAUTH_QUOTA_EXCEEDED;
+}
+
+
+int64_t
+ngx_http_keyauth_quota_retry(ngx_http_keyauth_ctx_t *ctx)
+{
+    int64_t             retry, left;
+    ngx_uint_t          i;
+    ka_quota_policy_t  *q;
 
     retry = 0;
 
@@ -227,25 +226,26 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
         }
 
         if (q->reset_s < 0) {
-            retry = -1;
-            break;
+            return -1;
         }
 
         retry = ngx_max(retry, q->reset_s);
     }
 
-    if (r->connection->log->log_level >= NGX_LOG_INFO) {
-        if (ctx->quota.refused == KA_QUOTA_KEY) {
-            ka_format_key_id(ctx->auth.key_id_bin, id);
-        } else {
-            ka_format_account_id(ctx->auth.account_id_bin, id);
-        }
+    return retry;
+}
 
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "keyauth: %*s has used its quota of %uL units",
-                      (size_t) KA_ID_TEXT_LEN, id,
-                      ctx->quota.policy[ctx->quota.refused].units);
-    }
+
+ngx_int_t
+ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
+{
+    u_char     *p;
+    int64_t     retry;
+    ngx_int_t   rc;
+    ngx_str_t   code, message, value;
+
+    retry = ngx_http_keyauth_quota_retry(ctx);
 
     if (retry > 0) {
         p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
@@ -280,8 +280,6 @@ ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
 
     rc = ngx_http_keyauth_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, &code,
                                      &message);
-    /* counted before the request (and ctx with it) may be freed */
-    ngx_http_keyauth_count(kmcf, ctx->outcome);
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;

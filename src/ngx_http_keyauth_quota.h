@@ -15,19 +15,29 @@ char *ngx_http_keyauth_cost(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_keyauth_cost_header(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* Before the rate: NGX_OK to go on, or what the access handler returns
- * (429 QUOTA_EXCEEDED or 503 sent, ctx->outcome set). */
-ngx_int_t ngx_http_keyauth_quota_check(ngx_http_request_t *r,
+/* Before the rate (ngx_http_keyauth_decide's): NGX_HTTP_KEYAUTH_OK to go
+ * on, _QUOTA_EXCEEDED (counted in usage, logged) or _UNAVAILABLE (logged).
+ * ctx->cost and ctx->cost_header say what the call costs. */
+ngx_http_keyauth_outcome_e ngx_http_keyauth_quota_check(ngx_http_request_t *r,
     ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
     int64_t now_ms);
 
-/* After the rate admitted the call: the static cost is charged (NGX_OK), or
- * the call is refused as above when another worker took the last units;
- * a metered call has its reservation charged (keyauth_cost, at least 1)
- * and is left pending for the header filter. */
-ngx_int_t ngx_http_keyauth_quota_charge(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx,
-    int64_t now_ms);
+/* After the rate admitted the call: the static cost is charged
+ * (NGX_HTTP_KEYAUTH_OK), or the call is refused as above when another
+ * worker took the last units; a metered call has its reservation charged
+ * (keyauth_cost, at least 1) and is left pending for the header filter. */
+ngx_http_keyauth_outcome_e ngx_http_keyauth_quota_charge(
+    ngx_http_request_t *r, ngx_http_keyauth_main_conf_t *kmcf,
+    ngx_http_keyauth_ctx_t *ctx, int64_t now_ms);
+
+/* Seconds until every quota used up refills (the latest reset of them);
+ * -1 if one of them never refills; 0 if none is used up. */
+int64_t ngx_http_keyauth_quota_retry(ngx_http_keyauth_ctx_t *ctx);
+
+/* The access phase's 429 QUOTA_EXCEEDED with Retry-After (none if a quota
+ * never refills): what the handler returns. */
+ngx_int_t ngx_http_keyauth_quota_refuse(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx);
 
 /* The header filter's: settles a metered call with what its upstream
  * reported and strips that header from the client's answer. */

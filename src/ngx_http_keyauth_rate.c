@@ -155,92 +155,13 @@ ngx_http_keyauth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
 
 ngx_int_t
-ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
-    ngx_http_keyauth_main_conf_t *kmcf, ngx_http_keyauth_ctx_t *ctx)
+ngx_http_keyauth_rate_refuse(ngx_http_request_t *r,
+    ngx_http_keyauth_ctx_t *ctx)
 {
-    u_char                   *p;
-    char                      key_id[KA_ID_TEXT_LEN];
-    int64_t                   now_ms;
-    uint64_t                  now_ns;
-    ngx_int_t                 rc;
-    ngx_str_t                 code, message, value;
-    ka_lock_t                 lock;
-    ngx_time_t               *tp;
-    ngx_table_elt_t          *h;
-    ngx_http_keyauth_zone_t  *zone;
-
-    ctx->outcome = NGX_HTTP_KEYAUTH_OK;
-
-    if (kmcf->shm_zone != NULL) {
-        zone = kmcf->shm_zone->data;
-        ka_zone_prefetch(zone->rate, zone->usage, &ctx->auth);
-    }
-
-    tp = ngx_timeofday();
-    now_ms = (int64_t) tp->sec * 1000 + tp->msec;
-
-    /* the quota first, charging nothing: a used-up key spends no rate */
-    rc = ngx_http_keyauth_quota_check(r, kmcf, ctx, now_ms);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (kmcf->shm_zone == NULL) {
-        rc = ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms);
-        ctx->admitted = (rc == NGX_OK);
-        return rc;
-    }
-
-    ngx_http_keyauth_zone_lock(kmcf->shm_zone, &lock);
-
-    zone = kmcf->shm_zone->data;
-    now_ns = ngx_http_keyauth_now_ns();
-
-    ka_rate_check(zone->rate, &ctx->auth, now_ns, kmcf->shared != NULL, &lock,
-                  &ctx->rate);
-    ctx->rate_checked = 1;
-
-    /* then the charge, of an admitted call only; refused when another
-     * worker took the last units (sent: the request may be gone) */
-    if (ctx->rate.allowed) {
-        rc = ngx_http_keyauth_quota_charge(r, kmcf, ctx, now_ms);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-    }
-
-    /* usage is counted where the decision is made; collected elsewhere.
-     * A metered call's units are counted when its answer reports them. */
-    ngx_http_keyauth_usage_count(r, kmcf, ctx,
-                                 ctx->rate.allowed ? KA_USAGE_ALLOWED
-                                                   : KA_USAGE_RATE_LIMITED,
-                                 ctx->rate.allowed && ctx->cost_header == NULL
-                                 ? ctx->cost : 0,
-                                 now_ms, now_ns);
-
-    if (ctx->rate.warn_full) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "keyauth_zone \"%V\" is full: the rate state of a "
-                      "busy key was reused; make the zone larger",
-                      &kmcf->shm_zone->shm.name);
-    }
-
-    if (ctx->rate.allowed) {
-        /* only a call let through: a refusal that turns into an internal
-         * redirect (error_page of the 400 a broken body gives) is checked
-         * again there, not let through uncharged */
-        ctx->admitted = 1;
-        return NGX_OK;
-    }
-
-    ctx->outcome = NGX_HTTP_KEYAUTH_RATE_LIMITED;
-
-    if (r->connection->log->log_level >= NGX_LOG_INFO) {
-        ka_format_key_id(ctx->auth.key_id_bin, key_id);
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "keyauth: API key %*s is over its rate of %uD/min",
-                      (size_t) KA_ID_TEXT_LEN, key_id, ctx->rate.limit);
-    }
+    u_char           *p;
+    ngx_int_t         rc;
+    ngx_str_t         code, message, value;
+    ngx_table_elt_t  *h;
 
     p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
     if (p == NULL) {
@@ -262,8 +183,6 @@ ngx_http_keyauth_rate_limit(ngx_http_request_t *r,
 
     rc = ngx_http_keyauth_send_error(r, NGX_HTTP_TOO_MANY_REQUESTS, &code,
                                      &message);
-    /* counted before the request (and ctx with it) may be freed */
-    ngx_http_keyauth_count(kmcf, ctx->outcome);
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;

@@ -50,6 +50,7 @@ $t->start_keyauthd(admin => 1, args => ['--webhook-allow-private', '--webhook-ca
 $t->start_nginx(http => "keyauth_zone keys:1m;\nkeyauth_usage_interval 1s;\n" . $t->console_http,
                 locations => $t->console_locations . <<'LOC');
         location /v1/ip/ { keyauth on; keyauth_scope ip:read; ip_lookup; }
+        location = /v1/verify { keyauth_verify; }
         location /api/plans { keyauth off; keyauth_plans; }
 LOC
 $t->ctl('plans', 'import', "$root/lmdb_schema/plans.json");
@@ -100,6 +101,12 @@ ask(GET => '/v1/ip/1.1.1.1', bearer($other->{secret}));
 ask(GET => '/v1/ip/not-an-ip', bearer($key->{secret}));
 ask(POST => '/v1/ip/1.1.1.1', bearer($key->{secret}));
 ask(GET => '/v1/ip/1.1.1.1', bearer($slow->{secret})) for 1 .. 2;
+# the verify API: valid, refused (with and without retryAfterSeconds), 400, 405
+ask(POST => '/v1/verify', call_headers(undef, { key => $key->{secret}, scopes => ['ip:read'], cost => 0 }));
+ask(POST => '/v1/verify', call_headers(undef, { key => 'ka_notakey' }));
+ask(POST => '/v1/verify', call_headers(undef, { key => $slow->{secret} }));
+ask(POST => '/v1/verify', call_headers(undef, { key => $key->{secret}, cost => -1 }));
+ask(GET => '/v1/verify');
 
 # catalog
 my $catalog = ask(GET => '/api/plans');

@@ -102,6 +102,8 @@ void check_key(ka_edge_t *edge, std::string_view token, const sockaddr *client,
     std::memcpy(out->account_id_bin, key.account_id, KA_ID_LEN);
     std::memcpy(out->rate_id_bin, key.rate_id, KA_ID_LEN);
     out->requested_rpm = key.requested_rpm;
+    out->granted_scopes = {key.scopes.data(), key.scopes.size()};
+    out->granted_scope_count = key.scope_count;
     // Text ids only for the refusals below, which log them.
     char key_id[KA_ID_TEXT_LEN], account_id[KA_ID_TEXT_LEN];
     auto ids = [&] {

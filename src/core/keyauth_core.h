@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>  /* struct sockaddr_storage */
 
 #include "keyauth_schema.h"  /* the on-disk names the glue needs (KA_USAGE_DIR_SUFFIX) */
 
@@ -70,6 +71,10 @@ typedef struct {
     uint64_t       account_quota_units;
     /* The first required scope the key lacks, for WWW-Authenticate. */
     ka_str_t       missing_scope;
+    /* Once found: the scopes it grants, packed (u8 length, bytes) entries
+     * (ka_auth_scopes_json renders them); valid until the next call. */
+    ka_str_t       granted_scopes;
+    uint8_t        granted_scope_count;
 } ka_auth_result_t;
 
 /* "key_..." / "acc_..." text of a binary id: KA_ID_TEXT_LEN bytes, no NUL. */
@@ -109,6 +114,39 @@ void ka_edge_check_key(ka_edge_t *edge, const char *token, size_t token_len,
 
 /* A scope a location may require: "<resource>:<action>", no wildcard. */
 int ka_required_scope_ok(const char *scope, size_t len);
+
+/* ---- the verify API (keyauth_verify): its request body ---- */
+
+#define KA_VERIFY_MAX_BODY    65536  /* bytes; a longer body is refused */
+#define KA_VERIFY_MAX_SCOPES  32
+#define KA_VERIFY_FIELD_LEN   40
+
+typedef struct {
+    ka_str_t      key;        /* a view into the body */
+    ka_str_t      scopes[KA_VERIFY_MAX_SCOPES];  /* views into the body */
+    size_t        n_scopes;
+    uint64_t      cost;       /* units to charge: 1 when not given */
+    /* "ip", as an address for ka_edge_check_key (sockaddr_in or
+     * sockaddr_in6); client is NULL when the body has none */
+    struct sockaddr_storage  ip;
+    const struct sockaddr   *client;
+    /* on failure: the field at fault ("body": the whole) and why, both
+     * NUL-terminated ASCII without quotes or backslashes, never a byte of
+     * the key */
+    char          field[KA_VERIFY_FIELD_LEN];
+    char          error[KA_REASON_LEN];
+} ka_verify_request_t;
+
+/* 1 when body (at most KA_VERIFY_MAX_BODY bytes) is a well-formed verify
+ * request, filling out; 0 otherwise, with out->field and out->error set.
+ * No allocation. */
+int ka_verify_parse(const char *body, size_t len, ka_verify_request_t *out);
+
+/* The scopes the key of an accepted check grants, as a JSON array, into
+ * out; returns its length, or what it needs when out_len is too small
+ * (out == NULL, out_len == 0: only the length). */
+size_t ka_auth_scopes_json(const ka_auth_result_t *auth, char *out,
+    size_t out_len);
 
 /* ---- the public plan catalog ---- */
 
