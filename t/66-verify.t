@@ -110,6 +110,21 @@ subtest 'refusals: 200 valid:false with the edge\'s codes, counted like the edge
     is edge($skey->{secret})->{status}, 403, 'as at the edge';
 };
 
+subtest 'allowedIps: the ip given is checked against the key\'s and its account\'s lists' => sub {
+    my $ipacc = $t->ctl('account', 'create', '--name', 'lists', '--entitlement', 6000, '--allow-ip', '10.1.0.0/16');
+    my $ipkey = $t->ctl('key', 'create', '--account', $ipacc->{id}, '--name', 'office', '--scope', 'ip:read',
+                        '--rate', 6000, '--allow-ip', '10.0.0.0/8', '--allow-ip', '2001:db8::/32');
+    push @secrets, $ipkey->{secret};
+    my $refused = counter('ip_not_allowed');
+    is answer({ key => $ipkey->{secret}, ip => '10.1.2.3' })->{valid}, JSON::PP::true, '10.1.2.3 fits both';
+    is answer({ key => $ipkey->{secret}, ip => '10.2.0.1' })->{code}, 'IP_NOT_ALLOWED', "10.2.0.1: outside the account's";
+    is answer({ key => $ipkey->{secret}, ip => '2001:db8::1' })->{code}, 'IP_NOT_ALLOWED', "2001:db8::1: outside the account's";
+    is answer({ key => $ipkey->{secret}, ip => '::ffff:10.1.2.3' })->{valid}, JSON::PP::true, 'IPv4-mapped: as IPv4';
+    is answer({ key => $ipkey->{secret} })->{code}, 'IP_NOT_ALLOWED', 'no ip: fits no list';
+    is counter('ip_not_allowed'), $refused + 3, 'keyauth_requests_total{outcome="ip_not_allowed"}';
+    is answer({ key => $key->{secret} })->{valid}, JSON::PP::true, 'a key without lists needs no ip';
+};
+
 subtest 'over rate: the edge and verify spend the same GCRA state' => sub {
     my $slow = $t->key(account => $acc->{id}, rate => 2);
     push @secrets, $slow->{secret};
