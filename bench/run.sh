@@ -46,6 +46,10 @@ AQ=$(account "$DB")
 "$CTL" --db "$DB" account update "$AQ" --quota 100000000000/month >/dev/null
 QKEY=$("$CTL" --db "$DB" --json key create --account "$AQ" --name quota --scope ip:read --rate 10000000 \
        --quota 100000000000/total | secret)
+# a key limited to 32 CIDRs, the client's (127.0.0.1) the last: allowedIps' worst case
+IPS=(); for i in $(seq 0 30); do IPS+=(--allow-ip "10.$i.0.0/16"); done
+IPKEY=$("$CTL" --db "$DB" --json key create --account "$A" --name ips --scope ip:read --rate 10000000 \
+        "${IPS[@]}" --allow-ip 127.0.0.0/8 | secret)
 # a well-formed key (valid checksum) that is not in the store: the costly miss
 UNKNOWN=$("$CTL" --db "$W/other" --json account create --name x --entitlement 1 >/dev/null; \
           "$CTL" --db "$W/other" --json key create --account "$(account "$W/other")" --name x --scope ip:read --rate 1 | secret)
@@ -231,6 +235,7 @@ add "keyauth: key+scope+limit"    "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Autho
 add "nginx map + limit_req"       "http://127.0.0.1:$P_NAT/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "map + limit_req + headers"   "http://127.0.0.1:$P_NATH/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 add "keyauth + 2 quotas"           "http://127.0.0.1:$P_QU/v1/ip/8.8.8.8"  "Authorization: Bearer $QKEY"
+add "keyauth + 32 allowedIps"      "http://127.0.0.1:$P_KA/v1/ip/8.8.8.8"  "Authorization: Bearer $IPKEY"
 add "keyauth: key+scope, no limit" "http://127.0.0.1:$P_NOLIM/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
 PIDF["keyauth: key+scope, no limit"]=$W/nginx-nolim.pid
 add "Lua peer (Kong-style)"       "http://127.0.0.1:$P_LUA/v1/ip/8.8.8.8" "Authorization: Bearer $KEY"
@@ -404,6 +409,8 @@ contracts() { # measure
         contract "$1" "keyauth / Lua peer (Kong-style)"  "$K" "Lua peer (Kong-style)" 1.5
     fi
     contract "$1" "keyauth + 2 quotas / keyauth"         "keyauth + 2 quotas" "$K" 0.97
+    # DESIGN: a 32-entry allowedIps within 1.02x of a key without lists
+    contract "$1" "keyauth / keyauth + 32 allowedIps"    "keyauth + 32 allowedIps" "$K" 0.98
     contract "$1" "keyauth / auth_request"               "$K" "auth_request to verifier" 10
     # DESIGN: keyauth_verify within 1.3x of the access phase's CPU a check,
     # so the access phase's CPU over verify's is at least 1/1.3
