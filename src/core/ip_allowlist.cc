@@ -141,12 +141,14 @@ namespace {
 // as two native words: an entry fits with two loads, two XORs and two ANDs,
 // whatever the byte order, and no shift or branch on the prefix length
 // (a 32-entry list stays well under a microsecond: bench/RESULTS.md).
+// A row for every byte value, so that the length byte indexes it as it is
+// (one past 128 never passes decoding; it would read as 128).
 struct MaskTable {
-    uint64_t words[129][2];
+    uint64_t words[256][2];
     MaskTable() {
-        for (unsigned bits = 0; bits <= 128; bits++) {
+        for (unsigned bits = 0; bits < 256; bits++) {
             unsigned char m[16] = {};
-            for (unsigned i = 0; i < bits; i++) m[i / 8] |= static_cast<unsigned char>(0x80 >> (i % 8));
+            for (unsigned i = 0; i < bits && i < 128; i++) m[i / 8] |= static_cast<unsigned char>(0x80 >> (i % 8));
             std::memcpy(words[bits], m, 16);
         }
     }
@@ -164,7 +166,7 @@ bool allowed_ips_fit(std::string_view packed, const unsigned char addr[16]) noex
     for (; e != end; e += kCidrEntryBytes) {
         uint64_t n[2];
         std::memcpy(n, e, 16);
-        const uint64_t *m = kMasks.words[e[16] <= 128 ? e[16] : 128];
+        const uint64_t *m = kMasks.words[e[16]];
         if ((((n[0] ^ a[0]) & m[0]) | ((n[1] ^ a[1]) & m[1])) == 0) return true;
     }
     return false;
