@@ -99,17 +99,6 @@ function forgetSecret() {
   $('secret-box').hidden = true;
 }
 
-// A key reported leaked: said in its status cell, with where it was found (a link only to https).
-function leakNote(td, leak) {
-  if (!leak) return;
-  td.classList.add('leaked');
-  const link = leak.url && leak.url.startsWith('https://');
-  const where = document.createElement(link ? 'a' : 'span');
-  where.textContent = (leak.url ? 'found by ' : 'reported by ') + leak.source;
-  if (link) Object.assign(where, { href: leak.url, rel: 'noopener noreferrer', target: '_blank', title: leak.url });
-  td.append(leak.revoked ? ' — leaked' : ' — reported leaked', document.createElement('br'), where, ' ' + when(leak.reportedAt));
-}
-
 async function loadKeys() {
   const page = await api('GET', '/v1/keys' + pageQuery(keyCursors));
   const rows = $('key-rows');
@@ -119,7 +108,7 @@ async function loadKeys() {
     tr.dataset.keyId = k.id;
     cell(tr, k.name);
     cell(tr, k.prefix);
-    cell(tr, k.scopes.join(' '));
+    cell(tr, scopesText(k));
     cell(tr, k.rateLimitPerMinute === k.requestedRateLimitPerMinute
       ? k.rateLimitPerMinute : k.rateLimitPerMinute + ' (asked ' + k.requestedRateLimitPerMinute + ')');
     leakNote(cell(tr, k.status, 'status-' + k.status), k.leak);
@@ -437,6 +426,7 @@ function edit(k) {
   $('edit-name').value = k.name;
   $('edit-scopes').value = k.scopes.join(' ');
   $('edit-rate').value = k.requestedRateLimitPerMinute;
+  $('edit-ips').value = ipsText(k.allowedIps);
   $('edit-expires').value = '';
   $('edit-never').checked = false;
   // a rolled key's expiry is its grace's end: the API refuses to move it
@@ -455,6 +445,8 @@ async function saveEdit() {
   if (scopes.join(' ') !== k.scopes.join(' ')) change.scopes = scopes;
   const rate = Number($('edit-rate').value);
   if (rate !== k.requestedRateLimitPerMinute) change.rateLimitPerMinute = rate;
+  const ips = ipsOf($('edit-ips').value);
+  if (!sameIps(ips, k.allowedIps)) change.allowedIps = ips;
   if ($('edit-never').disabled) {
     // a rolled key: no expiry to send
   } else if ($('edit-never').checked) change.expiresAt = null;
@@ -563,6 +555,8 @@ document.addEventListener('DOMContentLoaded', () => {
     };
     const expires = rfc3339($('create-expires').value);
     if (expires) body.expiresAt = expires;
+    const ips = ipsOf($('create-ips').value);
+    if (ips) body.allowedIps = ips;
     act(async () => {
       showSecret(await api('POST', '/v1/keys', body));
       $('create-name').value = '';

@@ -66,6 +66,7 @@ is $seen->{cookies}, 0, 'no cookie';
 is $seen->{secret_prefix}, 'ka_', 'a new secret is shown';
 like $seen->{warning} // '', qr/shown once.*server-side secret store/s, 'with the warning';
 is_deeply [@{ $seen->{row} // [] }[0, 3, 4]], ['from the browser', '120', 'active'], 'the key is listed';
+is $seen->{row}[2], "ip:read \x{2014} from 127.0.0.0/8, 10.0.0.0/8", '... with where it may be used from (allowedIps)';
 is $seen->{edge_after_create}, 200, 'the new key works at the edge';
 ok $seen->{secret_gone}, 'dismissed, the secret leaves the page';
 like $seen->{confirmation} // '', qr/^Revoke "from the browser"/, 'revoking asks first';

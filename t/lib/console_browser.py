@@ -116,6 +116,7 @@ try:
     rate = driver.find_element(By.ID, "create-rate")
     rate.clear()
     rate.send_keys("120")
+    driver.find_element(By.ID, "create-ips").send_keys("127.0.0.0/8, 10.0.0.0/8")
     driver.find_element(By.CSS_SELECTOR, "#create-form button").click()
     wait.until(ec.visibility_of_element_located((By.ID, "secret-box")))
     secret = driver.find_element(By.ID, "secret").text
