@@ -56,6 +56,9 @@ sub run_mode {
         my $r = $from->($secret, $addr eq '' ? undef : $addr);
         is "$r->{status} $r->{code}", '403 IP_NOT_ALLOWED', "from " . ($addr || '127.0.0.1') . " ($refused{$addr}): 403";
     }
+    my $forged = KeyauthTest::http_request_from('127.0.0.2', $t->port, GET => '/v1/ip/192.0.2.1',
+                                                "Authorization: Bearer $secret", 'X-Real-IP: 10.1.2.3');
+    is $forged->{status}, 403, 'X-Real-IP from a peer nginx does not trust (127.0.0.2): ignored, 403';
     is $from->($secret, '2001:db8:1::7')->{status}, 200, 'from 2001:db8:1::7 (in both): 200';
     is $from->($secret, '::ffff:10.1.9.9')->{status}, 200, 'from ::ffff:10.1.9.9 (IPv4-mapped): the IPv4 lists decide';
     # three of the five units (and of the burst) went above; two are left
