@@ -3,7 +3,7 @@
 // and without grace, a roll chain counting once toward the cap, revoke), a
 // quarter of them made through the admin API instead (the business's
 // services: the same rules, reached by another door),
-// operator changes (the cap, allowed scopes,
+// operator changes (the cap, allowed scopes, allowedIps,
 // suspend, resume, token rotation) and time passing, run against the real
 // Store, the real console API and the edge's own verdict, and checked after
 // every step against a small reference model written here, apart from the
@@ -12,8 +12,12 @@
 //
 // Seeded: KEYAUTH_MODEL_SEED=N replays one sequence (its steps printed with
 // KEYAUTH_MODEL_VERBOSE=1); KEYAUTH_MODEL_SEQUENCES sets how many run.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <random>
@@ -24,9 +28,11 @@
 
 #include "admin_api.h"
 #include "console_fixture.h"
+#include "ip_allowlist.h"
 #include "keyauth_core.h"
 #include "model_runner.h"
 #include "model_store.h"
+#include "restrictions.h"
 #include "rfc3339.h"
 
 using namespace keyauth;
@@ -39,6 +45,64 @@ namespace {
 constexpr int64_t kStart = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
 constexpr int64_t kMaxAhead = 3652LL * 86400 * 1000;
 const std::vector<std::string> kScopes = {"ip:read", "geo:read", "ip:*", "geo:write"};
+
+// allowedIps: CIDRs as a caller may write them, and the canonical text each
+// is stored as (two spellings of 10.0.0.0/8; an address alone is a /32).
+struct PoolCidr {
+    const char *sent;
+    const char *canonical;
+};
+const std::vector<PoolCidr> kCidrs = {
+    {"10.0.0.0/8", "10.0.0.0/8"},       {"::ffff:10.0.0.0/104", "10.0.0.0/8"},
+    {"10.1.0.0/16", "10.1.0.0/16"},     {"192.0.2.0/24", "192.0.2.0/24"},
+    {"2001:DB8:0::/32", "2001:db8::/32"}, {"2001:db8:1::/48", "2001:db8:1::/48"},
+    {"198.51.100.7", "198.51.100.7/32"},
+};
+// Lists the API must refuse: host bits set, a prefix too long, not an
+// address, none at all.
+const std::vector<std::vector<std::string>> kBadIpLists = {
+    {"10.1.2.3/8"}, {"10.0.0.0/33"}, {"2001:db8::1/32"}, {"10.0.0.0/8", "not-an-ip"}, {}};
+// Client addresses and, written out by hand, the canonical CIDRs each fits.
+// text nullptr: no address known (fits no list).
+struct PoolClient {
+    const char *text;
+    std::set<std::string> fits;
+};
+const std::vector<PoolClient> kClients = {
+    {"10.1.2.3", {"10.0.0.0/8", "10.1.0.0/16"}},
+    {"10.2.0.1", {"10.0.0.0/8"}},
+    {"192.0.2.200", {"192.0.2.0/24"}},
+    {"198.51.100.7", {"198.51.100.7/32"}},
+    {"198.51.100.8", {}},
+    {"::ffff:10.1.2.3", {"10.0.0.0/8", "10.1.0.0/16"}},  // IPv4-mapped: an IPv4 client on an IPv6 socket
+    {"::ffff:192.0.2.1", {"192.0.2.0/24"}},
+    {"::a01:203", {}},  // IPv4-compatible ::10.1.2.3 is an IPv6 address, not 10.1.2.3
+    {"2001:db8:1::5", {"2001:db8::/32", "2001:db8:1::/48"}},
+    {"2001:db8:ffff::1", {"2001:db8::/32"}},
+    {"2001:db9::1", {}},
+    {nullptr, {}},
+};
+// The address as the edge gets it.
+sockaddr_storage client_sockaddr(const char *text) {
+    sockaddr_storage ss{};
+    if (std::string(text).find(':') == std::string::npos) {
+        auto *in = reinterpret_cast<sockaddr_in *>(&ss);
+        in->sin_family = AF_INET;
+        if (inet_pton(AF_INET, text, &in->sin_addr) != 1) throw std::runtime_error(text);
+    } else {
+        auto *in6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+        in6->sin6_family = AF_INET6;
+        if (inet_pton(AF_INET6, text, &in6->sin6_addr) != 1) throw std::runtime_error(text);
+    }
+    return ss;
+}
+// An empty list fits any address (even none); otherwise one entry must fit.
+bool ips_fit(const std::vector<std::string> &list, const PoolClient &client) {
+    if (list.empty()) return true;
+    for (const auto &c : list)
+        if (client.fits.count(c)) return true;
+    return false;
+}
 
 // ---- the reference model ---------------------------------------------------
 
@@ -55,6 +119,7 @@ struct MKey {
     std::vector<std::string> scopes;
     std::string name = "k";
     int rate = 0;
+    std::vector<std::string> ips;  // allowedIps, canonical; empty: any
     bool active(int64_t now) const { return !revoked && (expires == 0 || now < expires); }
 };
 
@@ -68,6 +133,7 @@ struct MAccount {
     bool suspended = false;
     uint32_t max_keys = 100;
     std::vector<std::string> allowed;  // empty: any
+    std::vector<std::string> ips;      // allowedIps, canonical; empty: any
     std::vector<MToken> tokens;
     size_t audit_events = 0;
     // maxKeys was lowered below the active keys: they stay (grandfathered)
@@ -122,6 +188,7 @@ public:
             accounts_.push_back(a);
         }
         edge_ = world_.edge();
+        for (const PoolClient &c : kClients) client_addrs_.push_back(c.text ? client_sockaddr(c.text) : sockaddr_storage{});
     }
 
     // Runs `steps` random steps, checking after each; false at the first
@@ -182,6 +249,36 @@ private:
         }
         }
     }
+    // An allowedIps value to send, and what the model reads it as: null
+    // (any address), a list (its canonical entries, duplicates dropped,
+    // order kept), or one the API must refuse.
+    struct SentIps {
+        json value;
+        bool valid = true;
+        std::vector<std::string> canonical;
+        std::vector<std::string> sent;  // for update_account
+    };
+    SentIps random_ips(bool may_be_bad) {
+        SentIps out;
+        const size_t kind = pick(10);
+        if (kind < 3) return {nullptr, true, {}, {}};
+        if (kind == 3 && may_be_bad) {
+            out.sent = kBadIpLists[pick(kBadIpLists.size())];
+            out.value = out.sent;
+            out.valid = false;
+            return out;
+        }
+        const size_t n = 1 + pick(3);
+        for (size_t i = 0; i < n; i++) {
+            const PoolCidr &c = kCidrs[pick(kCidrs.size())];
+            out.sent.push_back(c.sent);
+            if (std::find(out.canonical.begin(), out.canonical.end(), c.canonical) == out.canonical.end())
+                out.canonical.push_back(c.canonical);
+        }
+        out.value = out.sent;
+        return out;
+    }
+
     // The model's reading of a time that went through format_time (ms).
     static int64_t parsed_ms(const json &v) { return *parse_time(v.get<std::string>()); }
 
@@ -283,11 +380,17 @@ private:
             exp = random_expiry();
             body["expiresAt"] = exp->value;
         }
+        std::optional<SentIps> ips;
+        if (chance(40)) {
+            ips = random_ips(true);
+            body["allowedIps"] = ips->value;
+        }
         const MToken *t = nullptr;
         HttpResponse r = console(acc, "POST", "/v1/keys", body, &t);
         Expect e = ok(201);
         const auto scopes = body["scopes"].get<std::vector<std::string>>();
         if (auto denied = login(acc, *t)) e = *denied;
+        else if (ips && !ips->valid) e = err(400, "VALIDATION_ERROR");
         else if (exp && (!exp->at || *exp->at <= now_ || *exp->at - now_ > kMaxAhead)) e = err(400, "VALIDATION_ERROR");
         else if (!allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
         else if (active_keys(acc) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
@@ -301,6 +404,7 @@ private:
         m.scopes = scopes;
         m.expires = exp ? *exp->at : 0;
         m.rate = body["rateLimitPerMinute"];
+        if (ips) m.ips = ips->canonical;
         keys_.push_back(m);
         a.audit_events++;
     }
@@ -318,6 +422,7 @@ private:
         MAccount &a = accounts_[acc];
         json body = json::object();
         std::optional<SentExpiry> exp;
+        std::optional<SentIps> ips;
         while (body.empty()) {
             if (chance(30)) body["name"] = chance(50) ? "renamed" : "k";
             if (chance(35)) body["scopes"] = chance(30) ? k->scopes : random_scopes();
@@ -327,6 +432,11 @@ private:
                 if (chance(15)) exp = SentExpiry{k->expires ? json(format_time(k->expires)) : json(nullptr),
                                                  k->expires ? std::optional<int64_t>(k->expires) : std::nullopt};
                 body["expiresAt"] = exp->value;
+            }
+            if (chance(25)) {
+                ips = random_ips(true);
+                if (chance(15)) ips = SentIps{k->ips.empty() ? json(nullptr) : json(k->ips), true, k->ips, {}};
+                body["allowedIps"] = ips->value;
             }
         }
         const MToken *t = nullptr;
@@ -341,6 +451,7 @@ private:
         const bool exp_changes = exp && (exp->at ? k->expires == 0 || *exp->at != k->expires : k->expires != 0);
         const int64_t new_exp = exp_changes ? exp->at.value_or(0) : k->expires;
         if (auto denied = login(acc, *t)) e = *denied;
+        else if (ips && !ips->valid) e = err(400, "VALIDATION_ERROR");  // read with the body
         else if (!owned(*k, acc)) e = err(404, "KEY_NOT_FOUND");
         else if (k->revoked) e = err(409, "KEY_REVOKED");
         else if (exp_changes && exp->at && (*exp->at <= now_ || *exp->at - now_ > kMaxAhead)) e = err(400, "VALIDATION_ERROR");
@@ -351,7 +462,9 @@ private:
             after.scopes = scopes;
             if (body.contains("name")) after.name = body["name"];
             if (body.contains("rateLimitPerMinute")) after.rate = body["rateLimitPerMinute"];
-            changed = exp_changes || scopes != k->scopes || after.name != k->name || after.rate != k->rate;
+            if (ips) after.ips = ips->canonical;
+            changed = exp_changes || scopes != k->scopes || after.name != k->name || after.rate != k->rate ||
+                      after.ips != k->ips;
             if (changed && !k->active(now_) && after.active(now_)) {
                 // a key made active again counts like a new one, unless its
                 // chain is active already (its predecessor in grace)
@@ -408,6 +521,7 @@ private:
         next.expires = k->expires;
         next.name = k->name;
         next.rate = k->rate;
+        next.ips = k->ips;  // the successor may be used from where its predecessor could
         MKey &old = keys_[index];
         // at most two live secrets a chain: the older predecessor's grace ends now
         if (old.from >= 0) {
@@ -496,14 +610,24 @@ private:
         const int acc = int(pick(accounts_.size()));
         MAccount &a = accounts_[acc];
         AccountChanges c;
-        if (chance(50)) c.max_keys = 1 + uint32_t(pick(4));
+        std::optional<SentIps> ips;
+        const size_t which = pick(10);
+        if (which < 4) c.max_keys = 1 + uint32_t(pick(4));
+        else if (which < 7) c.allowed_scopes = chance(30) ? std::vector<std::string>{} : random_scopes();
         else {
-            c.allowed_scopes = chance(30) ? std::vector<std::string>{} : random_scopes();
+            ips = random_ips(false);
+            c.allowed_ips = ips->value.is_null() ? "" : allowed_ips_from_texts(ips->sent, "allowedIps");
         }
         store_->update_account(a.id, c);
-        note("account " + std::to_string(acc) + (c.max_keys ? " maxKeys " + std::to_string(*c.max_keys)
-                                                              : " allowedScopes " + json(*c.allowed_scopes).dump()));
+        note("account " + std::to_string(acc) +
+             (c.max_keys         ? " maxKeys " + std::to_string(*c.max_keys)
+              : c.allowed_scopes ? " allowedScopes " + json(*c.allowed_scopes).dump()
+                                 : " allowedIps " + ips->value.dump()));
         bool changed = false;
+        if (ips && ips->canonical != a.ips) {
+            a.ips = ips->canonical;
+            changed = true;
+        }
         if (c.max_keys && *c.max_keys != a.max_keys) {
             a.max_keys = *c.max_keys;
             changed = true;
@@ -584,6 +708,9 @@ private:
                             ", the model says " + std::to_string(k.expires - kStart));
             if (is_none(rec->rolled_to) == k.rolled) return fail("key " + short_id(k) + " rolled flag differs");
             if (rec->scopes != k.scopes) return fail("key " + short_id(k) + " scopes differ");
+            if (allowed_ips_text(rec->allowed_ips) != k.ips)
+                return fail("key " + short_id(k) + " allowedIps " + json(allowed_ips_text(rec->allowed_ips)).dump() +
+                            ", the model says " + json(k.ips).dump());
             // a rolled predecessor is never active after its grace
             if (k.rolled && !revoked && (rec->expires_ms == 0 || rec->expires_ms > grace_end_[k.id]))
                 return fail("rolled key " + short_id(k) + " lives past its grace");
@@ -592,14 +719,25 @@ private:
             if (live && ++live_in_chain[k.chain] > 2)
                 return fail("the chain of key " + short_id(k) + " has more than two live secrets");
 
+            // the edge's verdict, from two client addresses (or none)
             const MAccount &a = accounts_[size_t(k.account)];
-            int want = k.active(now_) ? (a.suspended ? KA_AUTH_ACCOUNT_SUSPENDED : KA_AUTH_OK) : KA_AUTH_KEY_INVALID;
-            const std::string header = "Bearer " + k.secret;
-            ka_auth_result_t res;
-            ka_edge_authenticate(edge_, header.data(), header.size(), nullptr, nullptr, 0, now_, &res);
-            if (res.verdict != want)
-                return fail("the edge says " + std::to_string(res.verdict) + " for key " + short_id(k) +
-                            ", the model " + std::to_string(want));
+            for (int i = 0; i < 2; i++) {
+                const size_t c = pick(kClients.size());
+                const PoolClient &client = kClients[c];
+                int want = !k.active(now_) ? KA_AUTH_KEY_INVALID
+                           : a.suspended   ? KA_AUTH_ACCOUNT_SUSPENDED
+                           : !ips_fit(k.ips, client) || !ips_fit(a.ips, client) ? KA_AUTH_IP_NOT_ALLOWED
+                                                                                 : KA_AUTH_OK;
+                const std::string header = "Bearer " + k.secret;
+                const sockaddr *addr = client.text ? reinterpret_cast<const sockaddr *>(&client_addrs_[c]) : nullptr;
+                ka_auth_result_t res;
+                ka_edge_authenticate(edge_, header.data(), header.size(), addr, nullptr, 0, now_, &res);
+                if (res.verdict != want)
+                    return fail("the edge says " + std::to_string(res.verdict) + " for key " + short_id(k) +
+                                " from " + (client.text ? client.text : "no address") + ", the model " +
+                                std::to_string(want) + " (key allowedIps " + json(k.ips).dump() + ", account's " +
+                                json(a.ips).dump() + ")");
+            }
         }
         for (size_t i = 0; i < accounts_.size(); i++) {
             const MAccount &a = accounts_[i];
@@ -607,6 +745,9 @@ private:
                 return fail("account " + std::to_string(i) + " has " + std::to_string(active[i].size()) +
                             " active keys (roll chains) over its maxKeys " + std::to_string(a.max_keys));
             const size_t events = store_->list_audit(a.id, Store::kMaxPageSize, std::nullopt).events.size();
+            const auto acc = store_->find_account(a.id);
+            if (!acc || allowed_ips_text(acc->record.allowed_ips) != a.ips)
+                return fail("account " + std::to_string(i) + " allowedIps differ from the model's " + json(a.ips).dump());
             if (events != a.audit_events)
                 return fail("account " + std::to_string(i) + " has " + std::to_string(events) +
                             " audit events, the model " + std::to_string(a.audit_events));
@@ -622,6 +763,10 @@ private:
             const char *want = k.revoked ? "revoked" : k.active(now_) ? "active" : "expired";
             if (r.status != 200 || json::parse(r.body)["status"] != want)
                 return fail("GET " + short_id(k) + ": " + std::to_string(r.status) + " " + r.body + ", the model says " + want);
+            const json want_ips = k.ips.empty() ? json(nullptr) : json(k.ips);
+            if (json::parse(r.body)["allowedIps"] != want_ips)
+                return fail("GET " + short_id(k) + ": allowedIps " + json::parse(r.body)["allowedIps"].dump() +
+                            ", the model says " + want_ips.dump());
         }
     }
 
@@ -632,6 +777,7 @@ private:
     std::unique_ptr<AdminApi> admin_api_;
     std::string admin_token_;
     ka_edge_t *edge_ = nullptr;  // world_'s
+    std::vector<sockaddr_storage> client_addrs_;  // kClients' addresses
     int64_t now_ = kStart;
     std::vector<MAccount> accounts_;
     std::vector<MKey> keys_;
