@@ -189,8 +189,10 @@ __attribute__((always_inline)) inline void check_key(ka_edge_t *edge, std::strin
         if (!key_fits || !allowed_ips_fit(account->allowed_ips, addr)) {
             ids();
             return verdict(out, KA_AUTH_IP_NOT_ALLOWED, KA_LOG_INFO,
-                           "API key %.*s may not be used from this address (outside %s allowedIps)",
-                           KA_ID_TEXT_LEN, key_id, key_fits ? "its account's" : "the key's");
+                           "API key %.*s may not be used from this address (%s)", KA_ID_TEXT_LEN, key_id,
+                           !known     ? "not an IP address: it fits no allowedIps"
+                           : key_fits ? "outside its account's allowedIps"
+                                      : "outside the key's allowedIps");
         }
     }
     out->entitlement_rpm = account->entitlement_rpm;
