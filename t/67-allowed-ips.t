@@ -37,7 +37,7 @@ sub run_mode {
     # many edges: a change is on the edge once syncd applied it
     my $soon = sub {
         my ($secret, $addr, $status, $what) = @_;
-        ok wait_until(sub { $from->($secret, $addr)->{status} == $status }, $opt{etcd} ? 10 : 2, $what), $what;
+        ok wait_until(sub { $from->($secret, $addr)->{status} == $status }, 10, $what), $what;
     };
 
     # 5 a minute (the burst) and 5 units in all: a refusal that charged
