@@ -14,11 +14,18 @@ namespace {
 
 const char kKey[] = "ka_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab";
 
-ka_verify_request_t parsed(const std::string &body) {
-    ka_verify_request_t out;
-    EXPECT_TRUE(parse_verify_request(body, out)) << body << ": " << out.field << " " << out.error;
-    return out;
-}
+// A body and what it parsed to, kept together and in place: the request's
+// views point into the body, and its client into the request itself, so
+// neither may be copied away from the other.
+struct Parsed {
+    const std::string body;
+    ka_verify_request_t r;
+    explicit Parsed(std::string text) : body(std::move(text)) {
+        EXPECT_TRUE(parse_verify_request(body, r)) << body << ": " << r.field << " " << r.error;
+    }
+    Parsed(const Parsed &) = delete;
+    Parsed &operator=(const Parsed &) = delete;
+};
 
 // The field it is refused for.
 std::string refused(const std::string &body) {
@@ -33,19 +40,20 @@ std::string view(ka_str_t s) { return std::string(s.data, s.len); }
 }  // namespace
 
 TEST(VerifyRequest, KeyAloneTakesTheDefaults) {
-    const std::string body = std::string("{\"key\":\"") + kKey + "\"}";
-    ka_verify_request_t r = parsed(body);
+    const Parsed p(std::string("{\"key\":\"") + kKey + "\"}");
+    const ka_verify_request_t &r = p.r;
     EXPECT_EQ(view(r.key), kKey);
     // a view into the body, not a copy
-    EXPECT_EQ(r.key.data, body.data() + 8);
+    EXPECT_EQ(r.key.data, p.body.data() + 8);
     EXPECT_EQ(r.n_scopes, 0u);
     EXPECT_EQ(r.cost, 1u);
     EXPECT_EQ(r.client, nullptr);
 }
 
 TEST(VerifyRequest, EveryFieldWithWhitespace) {
-    ka_verify_request_t r = parsed(std::string(" \r\n{ \"ip\" : \"10.1.2.3\" ,\t\"scopes\": [ \"ip:read\" , \"tools:run\" ],"
-                                               " \"cost\" : 0, \"key\":\"") + kKey + "\" }\n");
+    const Parsed p(std::string(" \r\n{ \"ip\" : \"10.1.2.3\" ,\t\"scopes\": [ \"ip:read\" , \"tools:run\" ],"
+                               " \"cost\" : 0, \"key\":\"") + kKey + "\" }\n");
+    const ka_verify_request_t &r = p.r;
     EXPECT_EQ(view(r.key), kKey);
     ASSERT_EQ(r.n_scopes, 2u);
     EXPECT_EQ(view(r.scopes[0]), "ip:read");
@@ -58,31 +66,35 @@ TEST(VerifyRequest, EveryFieldWithWhitespace) {
 }
 
 TEST(VerifyRequest, Ipv6AndMappedAddresses) {
-    ka_verify_request_t r = parsed(std::string("{\"key\":\"") + kKey + "\",\"ip\":\"2001:db8::1\"}");
+    const Parsed p(std::string("{\"key\":\"") + kKey + "\",\"ip\":\"2001:db8::1\"}");
+    const ka_verify_request_t &r = p.r;
     ASSERT_NE(r.client, nullptr);
     ASSERT_EQ(r.client->sa_family, AF_INET6);
     const auto *sin6 = reinterpret_cast<const sockaddr_in6 *>(r.client);
     EXPECT_EQ(sin6->sin6_addr.s6_addr[0], 0x20);
     EXPECT_EQ(sin6->sin6_addr.s6_addr[15], 1);
-    r = parsed(std::string("{\"key\":\"") + kKey + "\",\"ip\":\"::ffff:10.1.2.3\"}");
-    ASSERT_EQ(r.client->sa_family, AF_INET6);  // the IP check maps it back to IPv4
+    const Parsed mapped(std::string("{\"key\":\"") + kKey + "\",\"ip\":\"::ffff:10.1.2.3\"}");
+    ASSERT_NE(mapped.r.client, nullptr);
+    ASSERT_EQ(mapped.r.client->sa_family, AF_INET6);  // the IP check maps it back to IPv4
 }
 
 TEST(VerifyRequest, OptionalFieldsMayBeNull) {
-    ka_verify_request_t r = parsed(std::string("{\"key\":\"") + kKey + "\",\"scopes\":null,\"cost\":null,\"ip\":null}");
+    const Parsed p(std::string("{\"key\":\"") + kKey + "\",\"scopes\":null,\"cost\":null,\"ip\":null}");
+    const ka_verify_request_t &r = p.r;
     EXPECT_EQ(r.n_scopes, 0u);
     EXPECT_EQ(r.cost, 1u);
     EXPECT_EQ(r.client, nullptr);
 }
 
 TEST(VerifyRequest, CostBounds) {
-    EXPECT_EQ(parsed(std::string("{\"key\":\"") + kKey + "\",\"cost\":1000000000}").cost, 1000000000u);
+    EXPECT_EQ(Parsed(std::string("{\"key\":\"") + kKey + "\",\"cost\":1000000000}").r.cost, 1000000000u);
 }
 
 TEST(VerifyRequest, ThirtyTwoScopesButNotThirtyThree) {
     std::string scopes;
     for (int i = 0; i < 32; i++) scopes += (i ? ",\"r" : "\"r") + std::to_string(i) + ":read\"";
-    ka_verify_request_t r = parsed(std::string("{\"key\":\"") + kKey + "\",\"scopes\":[" + scopes + "]}");
+    const Parsed p(std::string("{\"key\":\"") + kKey + "\",\"scopes\":[" + scopes + "]}");
+    const ka_verify_request_t &r = p.r;
     EXPECT_EQ(r.n_scopes, 32u);
     EXPECT_EQ(view(r.scopes[31]), "r31:read");
     EXPECT_EQ(refused(std::string("{\"key\":\"") + kKey + "\",\"scopes\":[" + scopes + ",\"x:y\"]}"), "scopes");
@@ -163,7 +175,7 @@ TEST(VerifyRequest, ErrorsNeverCarryTheKeyNorQuotes) {
 TEST(VerifyRequest, BodyOverTheBoundIsRefusedWhole) {
     std::string body = std::string("{\"key\":\"") + kKey + "\"}";
     body.append(KA_VERIFY_MAX_BODY - body.size(), ' ');
-    parsed(body);
+    { const Parsed p(body); }
     body += ' ';
     EXPECT_EQ(refused(body), "body");
 }

@@ -127,7 +127,9 @@ typedef struct {
     size_t        n_scopes;
     uint64_t      cost;       /* units to charge: 1 when not given */
     /* "ip", as an address for ka_edge_check_key (sockaddr_in or
-     * sockaddr_in6); client is NULL when the body has none */
+     * sockaddr_in6); client is NULL when the body has none, else it points
+     * at ip in this very struct: use the struct where it was parsed, never
+     * a copy of it */
     struct sockaddr_storage  ip;
     const struct sockaddr   *client;
     /* on failure: the field at fault ("body": the whole) and why, both
