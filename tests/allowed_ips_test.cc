@@ -1,15 +1,13 @@
 // allowedIps (issue 48): the CIDR codec the writers normalize with, the
 // check the edge makes, and the record layouts that hold them (key 5,
 // account 4), which older readers refuse rather than misread.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/un.h>
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "client_sockaddr.h"
 #include "ip_allowlist.h"
 #include "keyauth_schema.h"
 #include "records.h"
@@ -25,18 +23,9 @@ std::string packed(const std::vector<std::string> &texts) {
 }
 
 bool fits(const std::string &list, const char *addr) {
-    sockaddr_storage ss{};
-    if (std::strchr(addr, ':')) {
-        auto *s6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-        s6->sin6_family = AF_INET6;
-        EXPECT_EQ(inet_pton(AF_INET6, addr, &s6->sin6_addr), 1) << addr;
-    } else {
-        auto *s4 = reinterpret_cast<sockaddr_in *>(&ss);
-        s4->sin_family = AF_INET;
-        EXPECT_EQ(inet_pton(AF_INET, addr, &s4->sin_addr), 1) << addr;
-    }
+    const sockaddr_storage ss = keyauth::testing::client_sockaddr(addr);
     unsigned char a[16];
-    EXPECT_TRUE(client_address(reinterpret_cast<sockaddr *>(&ss), a));
+    EXPECT_TRUE(client_address(reinterpret_cast<const sockaddr *>(&ss), a));
     return allowed_ips_fit(list, a);
 }
 

@@ -1,8 +1,6 @@
 // The C API the nginx glue calls, against a real LMDB written by the store.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <lmdb.h>
-#include <netinet/in.h>
 
 #include <cstring>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <vector>
 #include <string>
 
+#include "client_sockaddr.h"
 #include "edge_store.h"
 #include "key_format.h"
 #include "keyauth_core.h"
@@ -344,10 +343,9 @@ TEST_F(EdgeAuthTest, ARolledKeySpendsItsPredecessorsRateState) {
 // client; an address the edge does not know fits none; a key without lists
 // never reads the address. ka_edge_check_key (the verify API's) decides the same.
 TEST_F(EdgeAuthTest, AllowedIpsOfTheKeyAndItsAccount) {
-    sockaddr_in in{};
-    in.sin_family = AF_INET;
+    sockaddr_storage in{};
     auto from = [&](const char *addr, const std::string &secret) {
-        inet_pton(AF_INET, addr, &in.sin_addr);
+        in = keyauth::testing::client_sockaddr(addr);
         ka_auth_result_t r;
         ka_edge_check_key(edge, secret.data(), secret.size(), reinterpret_cast<sockaddr *>(&in), nullptr, 0,
                           kNow, &r);

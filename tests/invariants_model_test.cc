@@ -12,10 +12,7 @@
 //
 // Seeded: KEYAUTH_MODEL_SEED=N replays one sequence (its steps printed with
 // KEYAUTH_MODEL_VERBOSE=1); KEYAUTH_MODEL_SEQUENCES sets how many run.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <map>
@@ -27,6 +24,7 @@
 #include <vector>
 
 #include "admin_api.h"
+#include "client_sockaddr.h"
 #include "console_fixture.h"
 #include "ip_allowlist.h"
 #include "keyauth_core.h"
@@ -37,6 +35,7 @@
 
 using namespace keyauth;
 using keyauth::testing::Backend;
+using keyauth::testing::client_sockaddr;
 using keyauth::testing::ModelStore;
 using nlohmann::json;
 
@@ -82,20 +81,6 @@ const std::vector<PoolClient> kClients = {
     {"2001:db9::1", {}},
     {nullptr, {}},
 };
-// The address as the edge gets it.
-sockaddr_storage client_sockaddr(const char *text) {
-    sockaddr_storage ss{};
-    if (std::string(text).find(':') == std::string::npos) {
-        auto *in = reinterpret_cast<sockaddr_in *>(&ss);
-        in->sin_family = AF_INET;
-        if (inet_pton(AF_INET, text, &in->sin_addr) != 1) throw std::runtime_error(text);
-    } else {
-        auto *in6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-        in6->sin6_family = AF_INET6;
-        if (inet_pton(AF_INET6, text, &in6->sin6_addr) != 1) throw std::runtime_error(text);
-    }
-    return ss;
-}
 // An empty list fits any address (even none); otherwise one entry must fit.
 bool ips_fit(const std::vector<std::string> &list, const PoolClient &client) {
     if (list.empty()) return true;
