@@ -21,9 +21,8 @@ struct AccountState {
     uint8_t status = 0;
     uint32_t entitlement_rpm = 0;
     Quota quota;
-    // views into the snapshot's map, like the cached keys'
+    // a view into the snapshot's map, like the cached keys'
     std::string_view allowed_ips;  // packed (ip_allowlist.h); empty: any address
-    std::string_view meta;
 };
 
 // Keys by SHA-256 digest (decoded views into the snapshot's map); accounts
