@@ -56,12 +56,23 @@ my $ids = ids();
 my @twice = grep { $ids->{$_} > 1 } keys %$ids;
 # One delivery is in flight per endpoint, so each handover may send one
 # again. The kill is one; a lease that lapsed on a busy machine (ASan,
-# parallel suites) is another, and every keyauthd logs when it starts leading.
-my $terms = 0;
+# parallel suites) is another, and every keyauthd logs when it starts
+# leading. A settle that could not be written (etcd slow past its deadline)
+# leaves its delivery pending, to go again: logged as a sender error.
+my ($terms, $unsettled) = (0, 0);
 $terms += () = $_->keyauthd_log =~ /"event":"webhook_sender_leading"/g for @t;
+$unsettled += () = $_->keyauthd_log =~ /"event":"webhook_sender_error"/g for @t;
 my $handovers = $terms - 1;
-diag "[ figure ] $handovers handovers, " . scalar(@twice) . ' deliveries sent twice' if $handovers > 1;
-cmp_ok scalar(@twice), '<=', $handovers, 'at most the one in flight a handover was sent twice';
+diag "[ figure ] $handovers handovers, $unsettled sender errors, " . scalar(@twice) . ' deliveries sent twice'
+    if $handovers > 1 || $unsettled;
+cmp_ok(scalar(@twice), '<=', $handovers + $unsettled,
+       'at most the one in flight a handover (or an unsettled attempt) was sent twice') or do {
+    # what each keyauthd logged of the deliveries sent twice
+    my $seen = join '|', map { quotemeta } @twice;
+    for my $i (0 .. $#t) {
+        diag "keyauthd $i: $_" for grep { /$seen|leading|following|sender_error/ } split /\n/, $t[$i]->keyauthd_log;
+    }
+};
 
 # only one sends at any moment, sampled while events flow
 my $most = 0;

@@ -95,6 +95,15 @@ void WebhookSender::step(int64_t now_ms) {
     }
     std::map<Id, const Webhook *> by_id;
     for (const Webhook &w : hooks) by_id[w.id] = &w;
+    // An endpoint with an attempt running now is left to the step its end
+    // pokes: read now, its due list may still hold the delivery that attempt
+    // settles a moment later, which would go out twice. Only this thread
+    // starts attempts, so the others' lists cannot go stale meanwhile.
+    std::set<Id> busy;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        busy = in_flight_;
+    }
     std::vector<Job> jobs;
     for (const Delivery &d : store_.due_deliveries(now_ms, kDueBatch)) {
         auto it = by_id.find(d.webhook);
@@ -112,7 +121,7 @@ void WebhookSender::step(int64_t now_ms) {
             if (store_.update_delivery(d, u)) counts_.dead++;
             continue;
         }
-        jobs.push_back(Job{d, it->second->url});
+        if (!busy.count(d.webhook)) jobs.push_back(Job{d, it->second->url});
     }
     {
         std::lock_guard<std::mutex> lock(mu_);
