@@ -26,5 +26,21 @@ TEST(StrictJson, NamesTheFirstRepeatedMember) {
     EXPECT_EQ(dup, "a") << "names compare after unescaping";
 }
 
+TEST(StrictJson, NamesTheTopLevelMemberWhoseValueIsNotJson) {
+    std::string dup, broken = "stale";
+    EXPECT_TRUE(parse_json_strict("{\"name\":\"a\",\"meta\":{\"t\":\"\xff\"}}", dup, &broken).is_discarded());
+    EXPECT_EQ(broken, "meta") << "a byte that is not UTF-8 deep inside meta";
+    parse_json_strict("{\"meta\":{\"t\":1},\"name\":\"\xc3\"}", dup, &broken);
+    EXPECT_EQ(broken, "name");
+    parse_json_strict("{\"meta\":{\"t\":1},\"na\xffme\":1}", dup, &broken);
+    EXPECT_EQ(broken, "") << "a broken name belongs to no member";
+    parse_json_strict("{\"a\":[1,2],", dup, &broken);
+    EXPECT_EQ(broken, "") << "after a whole value";
+    parse_json_strict("{\"a\":1} x", dup, &broken);
+    EXPECT_EQ(broken, "") << "after the object";
+    parse_json_strict("{\"a\":1}", dup, &broken);
+    EXPECT_EQ(broken, "") << "JSON: nothing broken";
+}
+
 }  // namespace
 }  // namespace keyauth

@@ -47,6 +47,16 @@ std::optional<size_t> parse_limit(const std::string &text) {
     return v;
 }
 
+// A member name from the body goes into the error only when it is short
+// and plain: a name is the client's text, and an error is logged.
+bool nameable(const std::string &name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (unsigned char c : name) {
+        if (c < 0x21 || c > 0x7e) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 bool method_allowed(const std::string &method, const char *allow) {
@@ -63,10 +73,14 @@ std::optional<json> object_body(const HttpRequest &req, HttpResponse &refused) {
         refused = json_error(413, "PAYLOAD_TOO_LARGE", "The body is larger than 64 KiB");
         return std::nullopt;
     }
-    std::string duplicate;
-    json body = parse_json_strict(req.body, duplicate);
-    if (!duplicate.empty()) {
+    std::string duplicate, broken;
+    json body = parse_json_strict(req.body, duplicate, &broken);
+    if (nameable(duplicate)) {
         refused = invalid(duplicate, "Field \"" + duplicate + "\" appears more than once");
+    } else if (!duplicate.empty()) {
+        refused = invalid("body", "A member name appears more than once in one object");
+    } else if (body.is_discarded() && nameable(broken)) {
+        refused = invalid(broken, "Field \"" + broken + "\" is not valid JSON (or not valid UTF-8)");
     } else if (body.is_discarded()) {
         refused = invalid("body", "The body is not valid JSON (or not valid UTF-8)");
     } else if (!body.is_object()) {
