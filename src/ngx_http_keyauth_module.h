@@ -138,6 +138,11 @@ typedef struct {
     size_t                    remaining_len;      /* 0: not yet formatted */
     u_char                    quota_text[NGX_INT64_LEN];
     size_t                    quota_len;          /* 0: not yet formatted */
+    /* the key's name and meta, its account's meta and plan id: read from
+     * the store on the first use of a variable that shows one (NULL: not
+     * yet, or not to be had) */
+    ka_key_details_t         *details;
+    unsigned                  details_read:1;
 } ngx_http_keyauth_ctx_t;
 
 

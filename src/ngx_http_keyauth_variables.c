@@ -1,13 +1,18 @@
 /*
  * The $keyauth_* variables: the key id, account id and display prefix of the
  * request's key, the requests its rate still admits and the lowest balance
- * of its quotas. Never the secret.
+ * of its quotas; its name and meta, its account's meta and plan id. Never
+ * the secret.
  * Not cacheable (a value read before the access phase must not stick), but
- * each is formatted once a request, into the request's context.
+ * each is formatted once a request, into the request's context. The access
+ * phase reads none of name, meta or plan: the first variable that shows one
+ * reads them from the store (ka_edge_key_details), so a configuration that
+ * uses none of them pays nothing.
  */
 
 #include "ngx_http_keyauth_variables.h"
 #include "ngx_http_keyauth_quota.h"
+#include "ngx_http_keyauth_store.h"
 
 
 typedef enum {
@@ -15,11 +20,17 @@ typedef enum {
     NGX_HTTP_KEYAUTH_VAR_ACCOUNT_ID,
     NGX_HTTP_KEYAUTH_VAR_KEY_PREFIX,
     NGX_HTTP_KEYAUTH_VAR_RATE_REMAINING,
-    NGX_HTTP_KEYAUTH_VAR_QUOTA_REMAINING
+    NGX_HTTP_KEYAUTH_VAR_QUOTA_REMAINING,
+    NGX_HTTP_KEYAUTH_VAR_PLAN_ID,
+    NGX_HTTP_KEYAUTH_VAR_KEY_NAME,
+    NGX_HTTP_KEYAUTH_VAR_KEY_META,
+    NGX_HTTP_KEYAUTH_VAR_ACCOUNT_META
 } ngx_http_keyauth_var_e;
 
 
 static ngx_int_t ngx_http_keyauth_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_keyauth_detail_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
 
@@ -39,6 +50,19 @@ static ngx_http_variable_t  ngx_http_keyauth_vars[] = {
 
     { ngx_string("keyauth_quota_remaining"), NULL, ngx_http_keyauth_variable,
       NGX_HTTP_KEYAUTH_VAR_QUOTA_REMAINING, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_plan_id"), NULL, ngx_http_keyauth_detail_variable,
+      NGX_HTTP_KEYAUTH_VAR_PLAN_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_key_name"), NULL, ngx_http_keyauth_detail_variable,
+      NGX_HTTP_KEYAUTH_VAR_KEY_NAME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_key_meta"), NULL, ngx_http_keyauth_detail_variable,
+      NGX_HTTP_KEYAUTH_VAR_KEY_META, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("keyauth_account_meta"), NULL,
+      ngx_http_keyauth_detail_variable,
+      NGX_HTTP_KEYAUTH_VAR_ACCOUNT_META, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -156,6 +180,92 @@ ngx_http_keyauth_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         return NGX_OK;
     }
 
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+ka_key_details_t *
+ngx_http_keyauth_details(ngx_http_request_t *r, ngx_http_keyauth_ctx_t *ctx)
+{
+    char              *buf;
+    ka_key_details_t  *d;
+
+    if (ctx->details_read) {
+        return ctx->details;
+    }
+
+    ctx->details_read = 1;
+
+    d = ngx_palloc(r->pool, sizeof(ka_key_details_t) + KA_KEY_DETAILS_MAX);
+    if (d == NULL) {
+        return NULL;
+    }
+
+    buf = (char *) (d + 1);
+
+    if (!ka_edge_key_details(ngx_http_keyauth_edge(r->connection->log),
+                             &ctx->auth, buf, KA_KEY_DETAILS_MAX, d))
+    {
+        /* gone since the check, or a store without records by id */
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "keyauth: key details not to be had");
+        return NULL;
+    }
+
+    ctx->details = d;
+
+    return d;
+}
+
+
+static ngx_int_t
+ngx_http_keyauth_detail_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ka_str_t                *s;
+    ka_key_details_t        *d;
+    ngx_http_keyauth_ctx_t  *ctx;
+
+    ctx = ngx_http_keyauth_get_ctx(r->main);
+
+    /* an accepted key's only, like $keyauth_account_id */
+    if (ctx == NULL || ctx->auth.verdict != KA_AUTH_OK) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    d = ngx_http_keyauth_details(r->main, ctx);
+    if (d == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    switch (data) {
+    case NGX_HTTP_KEYAUTH_VAR_PLAN_ID:
+        s = &d->plan_id;
+        break;
+    case NGX_HTTP_KEYAUTH_VAR_KEY_NAME:
+        s = &d->key_name;
+        break;
+    case NGX_HTTP_KEYAUTH_VAR_KEY_META:
+        s = &d->key_meta;
+        break;
+    default: /* NGX_HTTP_KEYAUTH_VAR_ACCOUNT_META */
+        s = &d->account_meta;
+        break;
+    }
+
+    if (s->len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = s->len;
+    v->data = (u_char *) s->data;
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;

@@ -4,6 +4,7 @@
 #include "ngx_http_keyauth_quota.h"
 #include "ngx_http_keyauth_status.h"
 #include "ngx_http_keyauth_store.h"
+#include "ngx_http_keyauth_variables.h"
 
 
 static void ngx_http_keyauth_verify_body(ngx_http_request_t *r);
@@ -222,18 +223,48 @@ ngx_http_keyauth_verify_check(ngx_http_request_t *r, u_char *body,
 }
 
 
+/* A JSON string of s, or null when there is none. */
+static u_char *
+ngx_http_keyauth_verify_text(u_char *p, ka_str_t *s)
+{
+    if (s == NULL || s->len == 0) {
+        return ngx_cpymem(p, "null", 4);
+    }
+
+    *p++ = '"';
+    p = (u_char *) ngx_escape_json(p, (u_char *) s->data, s->len);
+    *p++ = '"';
+
+    return p;
+}
+
+
+/* A meta object as stored (compact JSON), or null when there is none. */
+static u_char *
+ngx_http_keyauth_verify_raw(u_char *p, ka_str_t *s)
+{
+    if (s == NULL || s->len == 0) {
+        return ngx_cpymem(p, "null", 4);
+    }
+
+    return ngx_cpymem(p, s->data, s->len);
+}
+
+
 /*
- * {"valid":true, ...}: the key's ids and scopes, its rate after this check
- * (null without keyauth_zone) and the quota nearest exhaustion (null when
- * none is in force). planId, name, meta and accountMeta are null until the
- * records carry them to the auth result (issue #48 item 2, the lead's).
+ * {"valid":true, ...}: the key's ids, plan, name and scopes, its meta and
+ * its account's (null when none), its rate after this check (null without
+ * keyauth_zone) and the quota nearest exhaustion (null when none is in
+ * force). The scopes are views into the check's snapshot: rendered before
+ * the details are read, which may take a newer one.
  */
 static ngx_int_t
 ngx_http_keyauth_verify_valid(ngx_http_request_t *r,
     ngx_http_keyauth_ctx_t *ctx, int64_t now_ms)
 {
-    u_char             *p;
-    size_t              scopes_len;
+    u_char             *p, *scopes;
+    size_t              scopes_len, len;
+    ka_key_details_t   *d;
     int64_t             left, best_left, best_reset;
     ngx_str_t           body;
     ngx_tm_t            tm;
@@ -246,20 +277,42 @@ ngx_http_keyauth_verify_valid(ngx_http_request_t *r,
 
     scopes_len = ka_auth_scopes_json(&ctx->auth, NULL, 0);
 
-    body.data = ngx_pnalloc(r->pool, 512 + scopes_len);
+    scopes = ngx_pnalloc(r->pool, scopes_len);
+    if (scopes == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    (void) ka_auth_scopes_json(&ctx->auth, (char *) scopes, scopes_len);
+
+    d = ngx_http_keyauth_details(r, ctx);
+
+    /* JSON-escaped texts take at most 6 bytes a byte; the metas are JSON */
+    len = 512 + scopes_len;
+
+    if (d != NULL) {
+        len += 6 * (d->plan_id.len + d->key_name.len)
+               + d->key_meta.len + d->account_meta.len;
+    }
+
+    body.data = ngx_pnalloc(r->pool, len);
     if (body.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     p = ngx_sprintf(body.data, "{\"valid\":true,\"keyId\":\"%*s\","
-                    "\"accountId\":\"%*s\",\"planId\":null,\"name\":null,"
-                    "\"scopes\":",
+                    "\"accountId\":\"%*s\",\"planId\":",
                     (size_t) KA_ID_TEXT_LEN, key_id,
                     (size_t) KA_ID_TEXT_LEN, account_id);
-    p += ka_auth_scopes_json(&ctx->auth, (char *) p, scopes_len);
-    p = ngx_cpymem(p, ",\"meta\":null,\"accountMeta\":null,\"ratelimit\":",
-                   sizeof(",\"meta\":null,\"accountMeta\":null,"
-                          "\"ratelimit\":") - 1);
+    p = ngx_http_keyauth_verify_text(p, d ? &d->plan_id : NULL);
+    p = ngx_cpymem(p, ",\"name\":", sizeof(",\"name\":") - 1);
+    p = ngx_http_keyauth_verify_text(p, d ? &d->key_name : NULL);
+    p = ngx_cpymem(p, ",\"scopes\":", sizeof(",\"scopes\":") - 1);
+    p = ngx_cpymem(p, scopes, scopes_len);
+    p = ngx_cpymem(p, ",\"meta\":", sizeof(",\"meta\":") - 1);
+    p = ngx_http_keyauth_verify_raw(p, d ? &d->key_meta : NULL);
+    p = ngx_cpymem(p, ",\"accountMeta\":", sizeof(",\"accountMeta\":") - 1);
+    p = ngx_http_keyauth_verify_raw(p, d ? &d->account_meta : NULL);
+    p = ngx_cpymem(p, ",\"ratelimit\":", sizeof(",\"ratelimit\":") - 1);
 
     if (ctx->rate_checked) {
         p = ngx_sprintf(p, "{\"limit\":%uD,\"remaining\":%uD,"

@@ -84,6 +84,7 @@ keyauth::AccountChanges controls_of(const Args &a, bool allow_plan) {
     }
     if (a.has("any-scope")) c.allowed_scopes = std::vector<std::string>{};
     c.allowed_ips = allow_ip_arg(a);
+    c.meta = meta_arg(a);
     quota_of(a, c, allow_plan);
     return c;
 }
@@ -135,7 +136,7 @@ int account_update(keyauth::Store &store, const Args &a) {
     if (changes.empty())
         throw UsageError(
             "account update needs something to change: --name, --entitlement, --max-keys, --quota, "
-            "--allowed-scope, --any-scope or --allow-ip");
+            "--allowed-scope, --any-scope, --allow-ip or --meta");
     keyauth::Account updated;
     try {
         updated = store.update_account(id, changes, operator_actor());

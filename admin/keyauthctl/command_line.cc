@@ -17,7 +17,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
        keyauthctl --etcd URL[,URL...] [--json] COMMAND
 
   account create --name NAME (--entitlement RPM | --plan PLAN_ID | both) [--max-keys N]
-                 [--allowed-scope S ...] [--quota QUOTA] [--allow-ip CIDR ...]
+                 [--allowed-scope S ...] [--quota QUOTA] [--allow-ip CIDR ...] [--meta JSON]
         create an account; prints its id and a one-time console token.
         --max-keys caps its active keys (default 100); --allowed-scope
         limits the scopes its keys may have (default: any). On a --plan,
@@ -29,7 +29,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         when it resets), and which of them are its own
   account update ACC_ID [--name NAME] [--entitlement RPM|plan] [--max-keys N|plan]
                  [--quota QUOTA|plan] [--allowed-scope S ... | --any-scope]
-                 [--allow-ip CIDR ... | --allow-ip any]
+                 [--allow-ip CIDR ... | --allow-ip any] [--meta JSON|none]
         change what is given (at least one); a lower --max-keys leaves
         existing keys alone; --any-scope lifts the scope limit; "plan"
         drops the account's own value and follows its plan's (exit 2 on
@@ -45,6 +45,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
         N seconds (at most 604800)
   key create --account ACC_ID --name NAME --scope SCOPE [--scope SCOPE ...] --rate RPM
              [--expires-at TIME] [--count N] [--quota KEY_QUOTA] [--allow-ip CIDR ...]
+             [--meta JSON]
         create an API key (or N alike: in one transaction on --db, in
         transactions of 40 on --etcd, each printed as it is made); prints the
         secret once. TIME is RFC 3339 (2030-01-01T00:00:00Z, or an offset),
@@ -53,6 +54,7 @@ const char kUsage[] = R"(usage: keyauthctl --db PATH [--usage-db PATH] [--json] 
   key show KEY_ID [--account ACC_ID]
   key update KEY_ID [--account ACC_ID] [--name NAME] [--scope SCOPE ...] [--rate RPM]
              [--expires-at TIME|never] [--quota KEY_QUOTA] [--allow-ip CIDR ... | --allow-ip any]
+             [--meta JSON|none]
         change what is given (at least one); same id and secret. QUOTA is
         UNITS/day, UNITS/month or none (UNITS 1 to 281474976710655); a
         KEY_QUOTA may also be UNITS/total (credits that never refill); a
@@ -157,6 +159,8 @@ Options go anywhere after keyauthctl, as "--name VALUE" or "--name=VALUE"
 --allow-ip, --event and --retire may be given more than once. --allow-ip limits
 where a key (or every key of an account) may be used from: 1 to 32 CIDRs
 (10.0.0.0/8, 2001:db8::/32, or an address alone); "any" lifts the list.
+--meta sets a JSON object of at most 1 KiB (as compact JSON) that keyauth
+stores and hands on to the upstream, never interprets; "none" removes it.
 An unknown command or option, a missing value, a repeated option or an
 extra argument is a usage error (exit 2); a store that
 refuses the request exits 1, naming the error code where there is one
@@ -211,7 +215,8 @@ const std::vector<Command> kCommands = {
       {"allowed-scope", false, true},
       {"plan", false, false},
       {"quota", false, false},
-      {"allow-ip", false, true}},
+      {"allow-ip", false, true},
+      {"meta", false, false}},
      true},
     {"account", "list", {}, {}, true},
     {"account", "show", {"ACC_ID"}, {}, true},
@@ -224,7 +229,8 @@ const std::vector<Command> kCommands = {
       {"quota", false, false},
       {"allowed-scope", false, true},
       {"any-scope", false, false, true},
-      {"allow-ip", false, true}},
+      {"allow-ip", false, true},
+      {"meta", false, false}},
      true},
     {"account", "set-plan", {"ACC_ID", "PLAN_ID"}, {}, true},
     {"account", "set-entitlement", {}, {{"account", true, false}, {"entitlement", true, false}}, true},
@@ -241,7 +247,8 @@ const std::vector<Command> kCommands = {
       {"expires-at", false, false},
       {"count", false, false},
       {"quota", false, false},
-      {"allow-ip", false, true}},
+      {"allow-ip", false, true},
+      {"meta", false, false}},
      true},
     {"key",
      "list",
@@ -258,7 +265,8 @@ const std::vector<Command> kCommands = {
       {"rate", false, false},
       {"expires-at", false, false},
       {"quota", false, false},
-      {"allow-ip", false, true}},
+      {"allow-ip", false, true},
+      {"meta", false, false}},
      true},
     {"key", "roll", {"KEY_ID"}, {{"account", false, false}, {"grace-seconds", false, false}}, true},
     {"key", "revoke", {"KEY_ID"}, {{"account", false, false}}, true},

@@ -10,6 +10,7 @@
 #include "key_json.h"
 #include "quota_json.h"
 #include "restrictions.h"
+#include "strict_json.h"
 #include "terminal_text.h"
 
 namespace keyauthctl {
@@ -116,6 +117,21 @@ std::optional<Id> owner_arg(const Args &a) {
 int64_t grace_arg(const Args &a) {
     auto grace = a.opt("grace-seconds");
     return grace ? parse_u32(*grace, "--grace-seconds") : 0;
+}
+
+std::optional<std::string> meta_arg(const Args &a) {
+    auto given = a.opt("meta");
+    if (!given) return std::nullopt;
+    if (*given == "none") return std::string();
+    std::string duplicate;
+    const nlohmann::json parsed = keyauth::parse_json_strict(*given, duplicate);
+    if (parsed.is_discarded()) throw UsageError("--meta must be a JSON object (or none): not valid JSON or UTF-8");
+    if (!duplicate.empty()) throw UsageError("--meta names a member more than once");
+    try {
+        return keyauth::meta_from_json(parsed, "--meta");
+    } catch (const keyauth::StoreError &e) {
+        throw UsageError(e.what());
+    }
 }
 
 std::optional<std::string> allow_ip_arg(const Args &a) {

@@ -69,5 +69,7 @@ int64_t grace_arg(const Args &a);
 // --allow-ip CIDR ... (packed, restrictions.h) or --allow-ip any (""); none
 // given: nullopt. A bad CIDR is refused naming it, before anything is written.
 std::optional<std::string> allow_ip_arg(const Args &a);
+// --meta JSON: the compact object; --meta none: "" (removed); absent: nullopt.
+std::optional<std::string> meta_arg(const Args &a);
 
 }  // namespace keyauthctl

@@ -38,6 +38,7 @@ int key_create(keyauth::Store &store, const Args &a) {
     if (auto t = a.opt("expires-at")) spec.expires_at = parse_time_arg(*t, "--expires-at", false);
     spec.quota = key_quota_arg(a).value_or(keyauth::Quota{});
     spec.allowed_ips = allow_ip_arg(a).value_or("");
+    spec.meta = meta_arg(a).value_or("");
     size_t left = count ? parse_u32(*count, "--count") : 1;
     if (left < 1 || left > 10'000'000) throw UsageError("--count must be from 1 to 10000000");
     const keyauth::Actor actor = operator_actor();
@@ -152,9 +153,10 @@ int key_update(keyauth::Store &store, const Args &a) {
     if (auto t = a.opt("expires-at")) changes.expires_at = parse_time_arg(*t, "--expires-at", true);
     changes.quota = key_quota_arg(a);
     changes.allowed_ips = allow_ip_arg(a);
+    changes.meta = meta_arg(a);
     if (changes.empty())
         throw UsageError(
-            "key update needs something to change: --name, --scope, --rate, --expires-at, --quota or --allow-ip");
+            "key update needs something to change: --name, --scope, --rate, --expires-at, --quota, --allow-ip or --meta");
     auto rec = store.update_key(owner, id, changes, operator_actor());
     json j = key_json(store, rec);
     print(a.as_json, j, "key " + j["id"].get<std::string>() + " updated\n" + key_line(j));

@@ -221,8 +221,8 @@ HttpResponse AdminApi::create_account(const Call &c) {
     if (!parsed) return refused;
     const json &body = *parsed;
     if (auto r = only_fields(body, {"name", "externalId", "planId", "rateLimitPerMinute", "maxKeys", "allowedScopes", "quota",
-                                    "allowedIps"},
-                             "name, externalId, planId, rateLimitPerMinute, maxKeys, allowedScopes, quota, allowedIps"))
+                                    "allowedIps", "meta"},
+                             "name, externalId, planId, rateLimitPerMinute, maxKeys, allowedScopes, quota, allowedIps, meta"))
         return *r;
     if (!body.contains("name")) return invalid("name", "Missing field \"name\"");
     std::string name;
@@ -253,6 +253,7 @@ HttpResponse AdminApi::create_account(const Call &c) {
     }
     if (body.contains("quota")) controls.quota = quota_from_json(body["quota"], QuotaOwner::kAccountOrPlan, "quota");
     if (body.contains("allowedIps")) controls.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
+    if (body.contains("meta")) controls.meta = meta_from_json(body["meta"], "meta");
     try {
         CreatedAccount made = store_.create_account(name, rate, controls, c.actor);
         return account_answer(made.account.id, 201);
@@ -305,9 +306,9 @@ HttpResponse AdminApi::update_account(const Call &c) {
     std::optional<json> parsed = object_body(c.req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    const char *expected = "any of name, externalId, rateLimitPerMinute, maxKeys, allowedScopes, quota, allowedIps, status";
+    const char *expected = "any of name, externalId, rateLimitPerMinute, maxKeys, allowedScopes, quota, allowedIps, meta, status";
     if (auto r = only_fields(body, {"name", "externalId", "rateLimitPerMinute", "maxKeys", "allowedScopes", "quota",
-                                    "allowedIps", "status"},
+                                    "allowedIps", "meta", "status"},
                              expected))
         return *r;
     if (body.empty()) return invalid("body", std::string("Give ") + expected);
@@ -348,6 +349,7 @@ HttpResponse AdminApi::update_account(const Call &c) {
         else changes.quota = quota_from_json(body["quota"], QuotaOwner::kAccountOrPlan, "quota");
     }
     if (body.contains("allowedIps")) changes.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
+    if (body.contains("meta")) changes.meta = meta_from_json(body["meta"], "meta");
     try {
         store_.update_account(*id, changes, c.actor);
     } catch (const StoreError &e) {

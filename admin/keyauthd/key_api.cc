@@ -70,8 +70,8 @@ HttpResponse KeyApi::create_key(const Id &account, const Actor &actor, const Htt
     std::optional<json> parsed = object_body(req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota", "allowedIps"},
-                             "name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps"))
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota", "allowedIps", "meta"},
+                             "name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps, meta"))
         return *r;
     for (const char *f : {"name", "scopes", "rateLimitPerMinute"}) {
         if (!body.contains(f)) return invalid(f, std::string("Missing field \"") + f + "\"");
@@ -85,6 +85,7 @@ HttpResponse KeyApi::create_key(const Id &account, const Actor &actor, const Htt
     }
     if (body.contains("quota")) spec.quota = quota_from_json(body["quota"], QuotaOwner::kKey, "quota");
     if (body.contains("allowedIps")) spec.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
+    if (body.contains("meta")) spec.meta = meta_from_json(body["meta"], "meta");
     // Read before the write: once the key is committed, nothing may fail
     // between it and the one answer that carries its secret.
     const uint32_t entitlement = entitlement_of(account);
@@ -144,11 +145,11 @@ HttpResponse KeyApi::update_key(const Id &account, const Actor &actor, const std
     std::optional<json> parsed = object_body(req, refused);
     if (!parsed) return refused;
     const json &body = *parsed;
-    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota", "allowedIps"},
-                             "any of name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps"))
+    if (auto r = only_fields(body, {"name", "scopes", "rateLimitPerMinute", "expiresAt", "quota", "allowedIps", "meta"},
+                             "any of name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps, meta"))
         return *r;
     if (body.empty())
-        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps");
+        return invalid("body", "Give at least one of name, scopes, rateLimitPerMinute, expiresAt, quota, allowedIps, meta");
     KeyChanges changes;
     if (body.contains("name")) {
         if (auto r = read_name(body["name"], changes.name.emplace())) return *r;
@@ -166,6 +167,7 @@ HttpResponse KeyApi::update_key(const Id &account, const Actor &actor, const std
     if (body.contains("quota")) changes.quota = quota_from_json(body["quota"], QuotaOwner::kKey, "quota");
     // null: any address again
     if (body.contains("allowedIps")) changes.allowed_ips = allowed_ips_from_json(body["allowedIps"], "allowedIps");
+    if (body.contains("meta")) changes.meta = meta_from_json(body["meta"], "meta");  // null: none
     return one_key(account, store_.update_key(account, id, changes, actor), 200);
 }
 

@@ -1,7 +1,9 @@
-// allowedIps of keys and accounts as the APIs, keyauthctl and the audit
-// trail speak of them (DESIGN, *Restrictions and metadata*): null (any
-// address) or an array of 1 to 32 CIDRs, normalized on write
-// (src/core/ip_allowlist.h); the records hold them packed.
+// allowedIps and meta of keys and accounts as the APIs, keyauthctl and the
+// audit trail speak of them (DESIGN, *Restrictions and metadata*).
+// allowedIps: null (any address) or an array of 1 to 32 CIDRs, normalized on
+// write (src/core/ip_allowlist.h); the records hold them packed. meta: null
+// (none) or a JSON object, kept as its compact text (members in name order)
+// of at most 1 KiB, handed on and never interpreted.
 #pragma once
 
 #include <string>
@@ -19,5 +21,11 @@ std::string allowed_ips_from_texts(const std::vector<std::string> &texts, const 
 std::string allowed_ips_from_json(const nlohmann::json &value, const char *field);
 // null for "" (any address), else the canonical texts.
 nlohmann::json allowed_ips_to_json(std::string_view packed);
+
+// null → "" (none); an object → its compact text; anything else, or a text
+// over KA_META_MAX_BYTES, kInvalid naming `field`.
+std::string meta_from_json(const nlohmann::json &value, const char *field);
+// null for "" (none), else the object.
+nlohmann::json meta_to_json(std::string_view stored);
 
 }  // namespace keyauth

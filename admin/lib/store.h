@@ -76,7 +76,8 @@ struct KeyChanges {
     std::optional<Expiry> expires_at;  // given: a new expiry (nullopt inside: never)
     std::optional<Quota> quota;        // given: the key's quota (none: removed)
     std::optional<std::string> allowed_ips;  // given: packed; empty: any address
-    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at && !quota && !allowed_ips; }
+    std::optional<std::string> meta;         // given: compact JSON; empty: none
+    bool empty() const { return !name && !scopes && !requested_rpm && !expires_at && !quota && !allowed_ips && !meta; }
 };
 
 // Account fields an operator sets; at creation, the unset ones take their
@@ -98,9 +99,10 @@ struct AccountChanges {
     // EXTERNAL_ID_TAKEN); given as none, removed
     std::optional<std::optional<std::string>> external_id;
     std::optional<std::string> allowed_ips;  // given: packed (restrictions.h); empty: any address
+    std::optional<std::string> meta;         // given: compact JSON (restrictions.h); empty: none
     bool empty() const {
         return !name && !entitlement_rpm && !max_keys && !allowed_scopes && !quota && !follow_plan &&
-               !external_id && !allowed_ips;
+               !external_id && !allowed_ips && !meta;
     }
 };
 

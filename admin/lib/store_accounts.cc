@@ -80,6 +80,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         rec.max_keys = controls.max_keys.value_or(KA_DEFAULT_MAX_KEYS);
         rec.allowed_scopes = controls.allowed_scopes.value_or(std::vector<std::string>{});
         rec.allowed_ips = controls.allowed_ips.value_or("");
+        rec.meta = controls.meta.value_or("");
         // What is given is the account's own and wins over any plan's
         // (issue 28); what is not follows the plan it is (or will be) on.
         rec.quota = controls.quota.value_or(Quota{});
@@ -112,6 +113,7 @@ CreatedAccount Store::create_account(std::string_view name, uint32_t entitlement
         if (rec.overrides & KA_OVERRIDE_QUOTA) e.change("quota", nullptr, quota_terms_json(rec.quota));
         if (!rec.allowed_scopes.empty()) e.change("allowedScopes", nullptr, rec.allowed_scopes);
         if (!rec.allowed_ips.empty()) e.change("allowedIps", nullptr, allowed_ips_to_json(rec.allowed_ips));
+        if (!rec.meta.empty()) e.change("meta", nullptr, meta_to_json(rec.meta));
         if (controls.external_id && *controls.external_id) set_external_id(r, m, out.account.id, **controls.external_id, e);
         put_audit(r, m, events);
         return out;
@@ -201,6 +203,10 @@ Account Store::update_account(const Id &id, const AccountChanges &changes, const
         if (changes.allowed_ips && *changes.allowed_ips != rec.allowed_ips) {
             e.change("allowedIps", allowed_ips_to_json(rec.allowed_ips), allowed_ips_to_json(*changes.allowed_ips));
             rec.allowed_ips = *changes.allowed_ips;
+        }
+        if (changes.meta && *changes.meta != rec.meta) {
+            e.change("meta", meta_to_json(rec.meta), meta_to_json(*changes.meta));
+            rec.meta = *changes.meta;
         }
         if (changes.external_id) set_external_id(r, m, id, *changes.external_id, e);
         if (e.changes.empty()) return acc;  // nothing to write

@@ -185,6 +185,7 @@ std::vector<CreatedKey> Store::create_keys(const Id &account, const KeySpec &spe
         if (!spec.quota.none()) e.change("quota", nullptr, quota_terms_json(spec.quota));
         if (made.front().key.quota_managed) e.change("quotaManaged", nullptr, true);
         if (!spec.allowed_ips.empty()) e.change("allowedIps", nullptr, allowed_ips_to_json(spec.allowed_ips));
+        if (!spec.meta.empty()) e.change("meta", nullptr, meta_to_json(spec.meta));
         if (count > 1) e.change("count", nullptr, count);
         put_audit(r, m, events);
         return made;
@@ -323,6 +324,10 @@ KeyRecord Store::update_key(const std::optional<Id> &owner, const Id &key_id, co
         if (changes.allowed_ips && *changes.allowed_ips != rec.allowed_ips) {
             e.change("allowedIps", allowed_ips_to_json(rec.allowed_ips), allowed_ips_to_json(*changes.allowed_ips));
             rec.allowed_ips = *changes.allowed_ips;
+        }
+        if (changes.meta && *changes.meta != rec.meta) {
+            e.change("meta", meta_to_json(rec.meta), meta_to_json(*changes.meta));
+            rec.meta = *changes.meta;
         }
         if (e.changes.empty()) return rec;  // nothing to write
         AccountRecord account = acc.account.record;

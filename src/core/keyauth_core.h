@@ -112,6 +112,26 @@ void ka_edge_check_key(ka_edge_t *edge, const char *token, size_t token_len,
     const struct sockaddr *client, const ka_str_t *scopes, size_t n_scopes,
     int64_t now_ms, ka_auth_result_t *out);
 
+/*
+ * The key's name and meta, its account's meta and plan id (each empty when
+ * it has none), of the key an accepted check found (auth->found), read
+ * afresh from the store by id and copied into buf, which
+ * KA_KEY_DETAILS_MAX bytes always hold. 1 when read; 0 when the key or its
+ * account is gone since, the store is of a schema without key records by
+ * id, or buf is short. Off the request path: only for a variable that is
+ * used, or a verify answer. No allocation.
+ */
+#define KA_KEY_DETAILS_MAX  (200 + 64 + 2 * 1024)  /* name, plan id, two metas */
+typedef struct {
+    ka_str_t  key_name;
+    ka_str_t  key_meta;
+    ka_str_t  plan_id;
+    ka_str_t  account_meta;
+} ka_key_details_t;
+
+int ka_edge_key_details(ka_edge_t *edge, const ka_auth_result_t *auth,
+    char *buf, size_t buf_len, ka_key_details_t *out);
+
 /* A scope a location may require: "<resource>:<action>", no wildcard. */
 int ka_required_scope_ok(const char *scope, size_t len);
 

@@ -356,6 +356,11 @@ http {
     }
     server {
         listen 127.0.0.1:$self->{upstream_port};
+        # who is calling, as a location with proxy_set_header X-Plan-Id
+        # \$keyauth_plan_id (and the others) hands it on
+        location /who/ {
+            return 200 "plan=\$http_x_plan_id\\nname=\$http_x_key_name\\nkeymeta=\$http_x_key_meta\\naccountmeta=\$http_x_account_meta\\n";
+        }
         location / {
             return 200 "upstream uri=\$request_uri key=\$http_x_key_id account=\$http_x_account_id prefix=\$http_x_key_prefix auth=\$http_authorization\\n";
         }
