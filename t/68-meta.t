@@ -38,7 +38,8 @@ sub run_mode {
     my $acc = $t->ctl('account', 'create', '--name', "meta-$mode", '--plan', 'basic-1k', '--entitlement', 600,
                       '--meta', '{"tier":"gold","crm":"C-17"}');
     is_deeply $acc->{meta}, { crm => 'C-17', tier => 'gold' }, "$mode: keyauthctl --meta on the account";
-    $t->start_console_stack(locations => $LOCATIONS);
+    my $ops = $t->ctl('admin-token', 'create', '--name', 'ops', '--scope', '*');
+    $t->start_console_stack(locations => $LOCATIONS, admin => 1);
     my $api = $t->console_client($acc->{consoleToken});
     # what the upstream was told, as text (bytes decoded as UTF-8)
     my $who = sub {
@@ -124,6 +125,21 @@ sub run_mode {
 
     my $rolled = $api->(POST => "/v1/keys/$id/roll", { gracePeriodSeconds => 0 });
     is_deeply $rolled->{json}{meta}, { x => 'a' x 1016 }, 'a roll keeps the meta' or diag $rolled->{body};
+
+    # the business's own services: the admin API sets an account's meta
+    my $admin = $t->admin_client($ops->{token});
+    $res = $admin->(POST => '/v1/admin/accounts', { name => "signup-$mode", rateLimitPerMinute => 60,
+                                                     externalId => "cus-$mode", meta => { tenant => 'acme' } });
+    is $res->{status}, 201, 'admin API: an account created with meta' or diag $res->{body};
+    is_deeply $res->{json}{meta}, { tenant => 'acme' }, '... in the answer';
+    my $other = $res->{json}{id};
+    $res = $admin->(PATCH => "/v1/admin/accounts/$other", { meta => [1] });
+    is "$res->{status} $res->{json}{error}{field}", '400 meta', 'admin API PATCH meta [1]: 400 naming meta';
+    $res = $admin->(PATCH => "/v1/admin/accounts/$other", { meta => { tenant => 'acme', tier => 2 } });
+    is_deeply [$res->{status}, $res->{json}{meta}], [200, { tenant => 'acme', tier => 2 }], 'admin API PATCH meta'
+        or diag $res->{body};
+    $res = $admin->(PATCH => "/v1/admin/accounts/$other", { meta => undef });
+    is_deeply [$res->{status}, $res->{json}{meta}], [200, undef], '... null removes it';
 }
 
 run_mode('single host');
