@@ -169,7 +169,7 @@ subtest 'bad input: 400 naming the field, nothing written' => sub {
     error_is(api(POST => '/v1/keys', $b_tok, '{"name": "x", '), 400, 'VALIDATION_ERROR', 'body', 'truncated JSON');
     error_is(api(POST => '/v1/keys', $b_tok, '[1,2]'), 400, 'VALIDATION_ERROR', 'body', 'JSON array');
     error_is(api(POST => '/v1/keys', $b_tok, qq({"name":"\xff\xfe","scopes":["ip:read"],"rateLimitPerMinute":5})),
-             400, 'VALIDATION_ERROR', 'body', 'invalid UTF-8');
+             400, 'VALIDATION_ERROR', 'name', 'invalid UTF-8 in name: 400 naming it');
     error_is(api(POST => '/v1/keys', $b_tok, '', 'Content-Type: application/json'), 400,
              'VALIDATION_ERROR', 'body', 'empty body');
     error_is(api(POST => '/v1/keys', $b_tok, 'name=x', 'Content-Type: application/x-www-form-urlencoded'),

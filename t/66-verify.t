@@ -69,8 +69,9 @@ subtest 'a valid key: its ids, scopes and rate; never the secret' => sub {
     is $a->{keyId}, $key->{id}, 'keyId';
     is $a->{accountId}, $acc->{id}, 'accountId';
     is_deeply $a->{scopes}, ['ip:read', 'tools:*'], 'the scopes it grants';
-    ok exists $a->{$_} && !defined $a->{$_}, "$_ null (the records do not carry it yet)"
-        for qw(planId name meta accountMeta);
+    is $a->{name}, $key->{name}, 'name: the key\'s';
+    # no plan, no meta here: null (t/68-meta.t answers them all)
+    ok exists $a->{$_} && !defined $a->{$_}, "$_ null: none" for qw(planId meta accountMeta);
     is $a->{ratelimit}{limit}, 6000, 'ratelimit.limit: the key\'s rate';
     cmp_ok $a->{ratelimit}{remaining}, '<', 6000, 'ratelimit.remaining: this check spent one';
     ok defined $a->{ratelimit}{resetSeconds}, 'ratelimit.resetSeconds';

@@ -37,7 +37,7 @@ TEST_P(ConsoleApiTest, ValidationNamesTheField) {
         {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":-1})", "rateLimitPerMinute"},
         {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":0})", "rateLimitPerMinute"},
         {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":18446744073709551615})", "rateLimitPerMinute"},
-        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":1e400})", "body"},
+        {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":1e400})", "rateLimitPerMinute"},
         {R"({"name":"k","scopes":"ip:read","rateLimitPerMinute":5})", "scopes"},
         {R"({"name":"k","scopes":[null],"rateLimitPerMinute":5})", "scopes"},
         {R"({"name":"","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
@@ -45,7 +45,8 @@ TEST_P(ConsoleApiTest, ValidationNamesTheField) {
         {R"(nonsense)", "body"},
         {R"("a string")", "body"},
         {"", "body"},
-        {"{\"name\":\"\xc3\x28\",\"scopes\":[\"ip:read\"],\"rateLimitPerMinute\":5}", "body"},
+        {"{\"name\":\"\xc3\x28\",\"scopes\":[\"ip:read\"],\"rateLimitPerMinute\":5}", "name"},
+        {"{\"na\xffme\":\"k\",\"scopes\":[\"ip:read\"]}", "body"},  // a broken member name: no field
         // a repeated member: the last would win silently
         {R"({"name":"a","name":"b","scopes":["ip:read"],"rateLimitPerMinute":5})", "name"},
         {R"({"name":"k","scopes":["ip:read"],"rateLimitPerMinute":5,"rateLimitPerMinute":5})",

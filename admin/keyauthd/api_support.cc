@@ -80,7 +80,8 @@ std::optional<json> object_body(const HttpRequest &req, HttpResponse &refused) {
     } else if (!duplicate.empty()) {
         refused = invalid("body", "A member name appears more than once in one object");
     } else if (body.is_discarded() && nameable(broken)) {
-        refused = invalid(broken, "Field \"" + broken + "\" is not valid JSON (or not valid UTF-8)");
+        refused = invalid(broken, "Field \"" + broken + "\" holds a value that is not JSON: bytes that are not "
+                                  "UTF-8, or a number out of range");
     } else if (body.is_discarded()) {
         refused = invalid("body", "The body is not valid JSON (or not valid UTF-8)");
     } else if (!body.is_object()) {

@@ -21,8 +21,12 @@ struct AccountState {
     uint8_t status = 0;
     uint32_t entitlement_rpm = 0;
     Quota quota;
-    // a view into the snapshot's map, like the cached keys'
+    // views into the snapshot's map, like the cached keys'
     std::string_view allowed_ips;  // packed (ip_allowlist.h); empty: any address
+    // for the who-is-calling variables and the verify answer (key_details.cc),
+    // which then read no account record
+    std::string_view plan_id;
+    std::string_view meta;
 };
 
 // Keys by SHA-256 digest (decoded views into the snapshot's map); accounts

@@ -172,7 +172,8 @@ __attribute__((always_inline)) inline void check_key(ka_edge_t *edge, std::strin
         }
         const Entitlements e = effective_entitlements(view, plan);
         account = &edge->accounts.put(key.account_id, snap.generation(),
-                                      AccountState{view.status, e.rate_rpm, e.quota, view.allowed_ips});
+                                      AccountState{view.status, e.rate_rpm, e.quota, view.allowed_ips,
+                                                   view.plan_id, view.meta});
     }
     if (account->status != KA_ACCOUNT_ACTIVE) {
         ids();

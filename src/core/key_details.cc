@@ -44,14 +44,21 @@ extern "C" int ka_edge_key_details(ka_edge_t *edge, const ka_auth_result_t *auth
     size_t used = 0;
     if (!put(key.name, buf, buf_len, &used, &out->key_name) || !put(key.meta, buf, buf_len, &used, &out->key_meta))
         return 0;
-    AccountRecordView account;
-    if (snap.get(edge->store->accounts(), auth->account_id_bin, KA_ID_LEN, raw) != 0 ||
-        decode_account_record(raw.data(), raw.size(), account) != DecodeStatus::kOk) {
-        return 0;
+    // the check's snapshot still (no write since): its cached account
+    std::string_view plan_id, meta;
+    if (const AccountState *cached = edge->accounts.find(auth->account_id_bin, snap.generation())) {
+        plan_id = cached->plan_id;
+        meta = cached->meta;
+    } else {
+        AccountRecordView account;
+        if (snap.get(edge->store->accounts(), auth->account_id_bin, KA_ID_LEN, raw) != 0 ||
+            decode_account_record(raw.data(), raw.size(), account) != DecodeStatus::kOk) {
+            return 0;
+        }
+        plan_id = account.plan_id;
+        meta = account.meta;
     }
-    if (!put(account.plan_id, buf, buf_len, &used, &out->plan_id) ||
-        !put(account.meta, buf, buf_len, &used, &out->account_meta)) {
+    if (!put(plan_id, buf, buf_len, &used, &out->plan_id) || !put(meta, buf, buf_len, &used, &out->account_meta))
         return 0;
-    }
     return 1;
 }
