@@ -18,7 +18,7 @@ namespace {
 // Copies text into buf at *used; false when it does not fit.
 bool put(std::string_view text, char *buf, size_t buf_len, size_t *used, ka_str_t *out) {
     if (text.size() > buf_len - *used) return false;
-    std::memcpy(buf + *used, text.data(), text.size());
+    if (!text.empty()) std::memcpy(buf + *used, text.data(), text.size());  // an empty view may be null
     *out = {buf + *used, text.size()};
     *used += text.size();
     return true;
