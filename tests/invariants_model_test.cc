@@ -3,9 +3,10 @@
 // and without grace, a roll chain counting once toward the cap, revoke), a
 // quarter of them made through the admin API instead (the business's
 // services: the same rules, reached by another door),
-// operator changes (the cap, allowed scopes, allowedIps,
+// operator changes (the cap, allowed scopes, allowedIps, meta, the plan,
 // suspend, resume, token rotation) and time passing, run against the real
-// Store, the real console API and the edge's own verdict, and checked after
+// Store, the real console API and the edge's own verdict and details
+// (ka_edge_key_details: name, meta, account meta, plan id), and checked after
 // every step against a small reference model written here, apart from the
 // code it checks. Both backends: LMDB (the edge reads the store itself) and
 // etcd (the edge reads a mirror rebuilt from etcd the way keyauth-syncd does).
@@ -81,6 +82,35 @@ const std::vector<PoolClient> kClients = {
     {"2001:db9::1", {}},
     {nullptr, {}},
 };
+// meta: JSON objects as a caller may write them (spaced, members out of name
+// order, a \u escape) and, written out by hand, the compact text each is
+// kept as (members in name order); {} is a meta like any other; one is 1 KiB
+// as kept, more as sent. null (none) is drawn apart.
+struct PoolMeta {
+    std::string sent;
+    std::string kept;
+};
+const std::string kKiBFill(KA_META_MAX_BYTES - 8, 'm');  // {"p":"…"} of 1,024 bytes
+const std::vector<PoolMeta> kMetas = {
+    {R"({"tier":"gold"})", R"({"tier":"gold"})"},
+    {R"({ "b" : 1, "a" : [1, -2, null] })", R"({"a":[1,-2,null],"b":1})"},
+    {R"({"crm":"c-1","x":{"z":true,"y":"caf\u00e9"}})", "{\"crm\":\"c-1\",\"x\":{\"y\":\"caf\xc3\xa9\",\"z\":true}}"},
+    {"{}", "{}"},
+    {"{ \"p\" : \"" + kKiBFill + "\" }", "{\"p\":\"" + kKiBFill + "\"}"},
+};
+// Metas the API must refuse: not an object, or over 1 KiB as compact JSON.
+const std::vector<std::string> kBadMetas = {"[1]", "\"gold\"", "7", "{\"p\":\"" + kKiBFill + "m\"}"};
+// Key names: the longest is 200 bytes of UTF-8.
+std::string repeated(const std::string &s, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; i++) out += s;
+    return out;
+}
+const std::vector<std::string> kNames = {"k", "renamed", repeated("\xc3\xa9", KA_NAME_MAX_LEN / 2)};
+// Plans an account may be put on: they entitle nothing (its own values
+// apply), so only the plan id tells; one id is of the longest.
+const std::vector<std::string> kPlanIds = {"starter", std::string(KA_PLAN_ID_MAX_LEN, 'z')};
+
 // An empty list fits any address (even none); otherwise one entry must fit.
 bool ips_fit(const std::vector<std::string> &list, const PoolClient &client) {
     if (list.empty()) return true;
@@ -105,6 +135,7 @@ struct MKey {
     std::string name = "k";
     int rate = 0;
     std::vector<std::string> ips;  // allowedIps, canonical; empty: any
+    std::string meta;              // as kept; empty: none
     bool active(int64_t now) const { return !revoked && (expires == 0 || now < expires); }
 };
 
@@ -119,6 +150,8 @@ struct MAccount {
     uint32_t max_keys = 100;
     std::vector<std::string> allowed;  // empty: any
     std::vector<std::string> ips;      // allowedIps, canonical; empty: any
+    std::string meta;                  // as kept; empty: none
+    std::string plan;                  // plan id; empty: none
     std::vector<MToken> tokens;
     size_t audit_events = 0;
     // maxKeys was lowered below the active keys: they stay (grandfathered)
@@ -161,6 +194,18 @@ public:
         api_ = std::make_unique<ConsoleApi>(*store_);
         admin_api_ = std::make_unique<AdminApi>(*store_);
         admin_token_ = store_->create_admin_token("model", kAllAdminScopes, std::nullopt).secret;
+        std::vector<PlanRecord> plans;
+        for (size_t i = 0; i < kPlanIds.size(); i++) {
+            PlanRecord p;
+            p.id = kPlanIds[i];
+            p.name = "plan " + std::to_string(i);
+            p.price_paise = 100;
+            p.features = {"f"};
+            p.popular = i == 0;
+            p.sort_order = int32_t(i);
+            plans.push_back(p);
+        }
+        store_->import_plans(plans);
         for (int i = 0; i < 2; i++) {
             MAccount a;
             a.max_keys = 1 + rng_() % 3;
@@ -264,12 +309,36 @@ private:
         return out;
     }
 
+    // A meta to send, as JSON text, and what the model reads it as: null
+    // (none), an object (its text as kept), or one the API must refuse.
+    struct SentMeta {
+        std::string text;
+        bool valid = true;
+        std::string kept;  // empty: none
+    };
+    SentMeta random_meta(bool may_be_bad) {
+        const size_t kind = pick(10);
+        if (kind < 3) return {"null", true, ""};
+        if (kind == 3 && may_be_bad) return {kBadMetas[pick(kBadMetas.size())], false, ""};
+        const PoolMeta &m = kMetas[pick(kMetas.size())];
+        return {m.sent, true, m.kept};
+    }
+    // A body's text with its meta spelled exactly as sent (a json value
+    // would be spelled again, compact and in name order).
+    static std::string body_text(const json &body, const std::optional<SentMeta> &meta) {
+        if (body.is_null()) return "";
+        std::string text = body.dump();
+        if (!meta) return text;
+        text.pop_back();  // the closing brace
+        return text + (text.size() > 1 ? "," : "") + "\"meta\":" + meta->text + "}";
+    }
+
     // The model's reading of a time that went through format_time (ms).
     static int64_t parsed_ms(const json &v) { return *parse_time(v.get<std::string>()); }
 
     // ---- calls ----
     HttpResponse console(int acc, const std::string &method, const std::string &path, const json &body,
-                         const MToken **used) {
+                         const MToken **used, const std::optional<SentMeta> &meta = std::nullopt) {
         auto &tokens = accounts_[acc].tokens;
         // mostly the newest token; now and then an older one, maybe stopped
         const MToken &t = chance(85) ? tokens.back() : tokens[pick(tokens.size())];
@@ -281,7 +350,7 @@ private:
         r.authorization = "Bearer " + t.token;
         r.content_type = "application/json";
         r.client_address = "203.0.113.7";
-        r.body = body.is_null() ? "" : body.dump();
+        r.body = body_text(body, meta);
         // The admin API reaches every account with one token, so where the
         // console would refuse the caller (a stopped token, a suspended
         // account, another account's key) it is not asked: it has no such
@@ -370,16 +439,18 @@ private:
             ips = random_ips(true);
             body["allowedIps"] = ips->value;
         }
+        std::optional<SentMeta> meta;
+        if (chance(40)) meta = random_meta(true);
         const MToken *t = nullptr;
-        HttpResponse r = console(acc, "POST", "/v1/keys", body, &t);
+        HttpResponse r = console(acc, "POST", "/v1/keys", body, &t, meta);
         Expect e = ok(201);
         const auto scopes = body["scopes"].get<std::vector<std::string>>();
         if (auto denied = login(acc, *t)) e = *denied;
-        else if (ips && !ips->valid) e = err(400, "VALIDATION_ERROR");
+        else if ((ips && !ips->valid) || (meta && !meta->valid)) e = err(400, "VALIDATION_ERROR");
         else if (exp && (!exp->at || *exp->at <= now_ || *exp->at - now_ > kMaxAhead)) e = err(400, "VALIDATION_ERROR");
         else if (!allowed(a, scopes)) e = err(403, "SCOPE_NOT_ALLOWED");
         else if (active_keys(acc) + 1 > int(a.max_keys)) e = err(409, "KEY_LIMIT_REACHED");
-        if (!compare("create " + body.dump(), r, e) || r.status != 201) return;
+        if (!compare("create " + body_text(body, meta), r, e) || r.status != 201) return;
         json k = json::parse(r.body);
         MKey m;
         m.id = k["id"];
@@ -390,6 +461,7 @@ private:
         m.expires = exp ? *exp->at : 0;
         m.rate = body["rateLimitPerMinute"];
         if (ips) m.ips = ips->canonical;
+        if (meta) m.meta = meta->kept;
         keys_.push_back(m);
         a.audit_events++;
     }
@@ -408,8 +480,9 @@ private:
         json body = json::object();
         std::optional<SentExpiry> exp;
         std::optional<SentIps> ips;
-        while (body.empty()) {
-            if (chance(30)) body["name"] = chance(50) ? "renamed" : "k";
+        std::optional<SentMeta> meta;
+        while (body.empty() && !meta) {
+            if (chance(30)) body["name"] = kNames[pick(kNames.size())];
             if (chance(35)) body["scopes"] = chance(30) ? k->scopes : random_scopes();
             if (chance(25)) body["rateLimitPerMinute"] = 1 + int(pick(100));
             if (chance(55)) {
@@ -423,9 +496,13 @@ private:
                 if (chance(15)) ips = SentIps{k->ips.empty() ? json(nullptr) : json(k->ips), true, k->ips, {}};
                 body["allowedIps"] = ips->value;
             }
+            if (chance(20)) {
+                meta = random_meta(true);
+                if (chance(15)) meta = SentMeta{k->meta.empty() ? "null" : k->meta, true, k->meta};  // as it is
+            }
         }
         const MToken *t = nullptr;
-        HttpResponse r = console(acc, "PATCH", "/v1/keys/" + k->id, body, &t);
+        HttpResponse r = console(acc, "PATCH", "/v1/keys/" + k->id, body, &t, meta);
 
         // the model: the same order of checks as documented in store.h
         MKey after = *k;
@@ -436,7 +513,7 @@ private:
         const bool exp_changes = exp && (exp->at ? k->expires == 0 || *exp->at != k->expires : k->expires != 0);
         const int64_t new_exp = exp_changes ? exp->at.value_or(0) : k->expires;
         if (auto denied = login(acc, *t)) e = *denied;
-        else if (ips && !ips->valid) e = err(400, "VALIDATION_ERROR");  // read with the body
+        else if ((ips && !ips->valid) || (meta && !meta->valid)) e = err(400, "VALIDATION_ERROR");  // read with the body
         else if (!owned(*k, acc)) e = err(404, "KEY_NOT_FOUND");
         else if (k->revoked) e = err(409, "KEY_REVOKED");
         else if (exp_changes && exp->at && (*exp->at <= now_ || *exp->at - now_ > kMaxAhead)) e = err(400, "VALIDATION_ERROR");
@@ -448,8 +525,9 @@ private:
             if (body.contains("name")) after.name = body["name"];
             if (body.contains("rateLimitPerMinute")) after.rate = body["rateLimitPerMinute"];
             if (ips) after.ips = ips->canonical;
+            if (meta) after.meta = meta->kept;
             changed = exp_changes || scopes != k->scopes || after.name != k->name || after.rate != k->rate ||
-                      after.ips != k->ips;
+                      after.ips != k->ips || after.meta != k->meta;
             if (changed && !k->active(now_) && after.active(now_)) {
                 // a key made active again counts like a new one, unless its
                 // chain is active already (its predecessor in grace)
@@ -459,7 +537,7 @@ private:
                 else if (chains.size() + adds > a.max_keys) e = err(409, "KEY_LIMIT_REACHED");
             }
         }
-        if (!compare("patch " + short_id(*k) + " " + body.dump(), r, e) || r.status != 200) return;
+        if (!compare("patch " + short_id(*k) + " " + body_text(body, meta), r, e) || r.status != 200) return;
         if (changed) {
             *k = after;
             a.audit_events++;
@@ -507,6 +585,7 @@ private:
         next.name = k->name;
         next.rate = k->rate;
         next.ips = k->ips;  // the successor may be used from where its predecessor could
+        next.meta = k->meta;  // and tells what it told
         MKey &old = keys_[index];
         // at most two live secrets a chain: the older predecessor's grace ends now
         if (old.from >= 0) {
@@ -596,19 +675,37 @@ private:
         MAccount &a = accounts_[acc];
         AccountChanges c;
         std::optional<SentIps> ips;
-        const size_t which = pick(10);
+        std::optional<SentMeta> meta;
+        std::optional<std::string> plan;  // empty: none
+        const size_t which = pick(14);
         if (which < 4) c.max_keys = 1 + uint32_t(pick(4));
         else if (which < 7) c.allowed_scopes = chance(30) ? std::vector<std::string>{} : random_scopes();
-        else {
+        else if (which < 10) {
             ips = random_ips(false);
             c.allowed_ips = ips->value.is_null() ? "" : allowed_ips_from_texts(ips->sent, "allowedIps");
+        } else if (which < 12) {
+            meta = random_meta(false);
+            c.meta = meta_from_json(json::parse(meta->text), "meta");
+        } else {
+            plan = chance(30) ? "" : kPlanIds[pick(kPlanIds.size())];
         }
-        store_->update_account(a.id, c);
+        if (plan) store_->set_plan(a.id, plan->empty() ? std::nullopt : plan);
+        else store_->update_account(a.id, c);
         note("account " + std::to_string(acc) +
              (c.max_keys         ? " maxKeys " + std::to_string(*c.max_keys)
               : c.allowed_scopes ? " allowedScopes " + json(*c.allowed_scopes).dump()
-                                 : " allowedIps " + ips->value.dump()));
+              : ips              ? " allowedIps " + ips->value.dump()
+              : meta             ? " meta " + meta->text
+                                 : " plan \"" + *plan + "\""));
         bool changed = false;
+        if (meta && meta->kept != a.meta) {
+            a.meta = meta->kept;
+            changed = true;
+        }
+        if (plan && *plan != a.plan) {
+            a.plan = *plan;
+            changed = true;
+        }
         if (ips && ips->canonical != a.ips) {
             a.ips = ips->canonical;
             changed = true;
@@ -696,6 +793,8 @@ private:
             if (allowed_ips_text(rec->allowed_ips) != k.ips)
                 return fail("key " + short_id(k) + " allowedIps " + json(allowed_ips_text(rec->allowed_ips)).dump() +
                             ", the model says " + json(k.ips).dump());
+            if (rec->meta != k.meta)
+                return fail("key " + short_id(k) + " meta " + rec->meta + ", the model says " + k.meta);
             // a rolled predecessor is never active after its grace
             if (k.rolled && !revoked && (rec->expires_ms == 0 || rec->expires_ms > grace_end_[k.id]))
                 return fail("rolled key " + short_id(k) + " lives past its grace");
@@ -722,6 +821,8 @@ private:
                                 " from " + (client.text ? client.text : "no address") + ", the model " +
                                 std::to_string(want) + " (key allowedIps " + json(k.ips).dump() + ", account's " +
                                 json(a.ips).dump() + ")");
+                if (res.verdict == KA_AUTH_OK) check_details(k, res);
+                if (!failure_.empty()) return;
             }
         }
         for (size_t i = 0; i < accounts_.size(); i++) {
@@ -733,6 +834,9 @@ private:
             const auto acc = store_->find_account(a.id);
             if (!acc || allowed_ips_text(acc->record.allowed_ips) != a.ips)
                 return fail("account " + std::to_string(i) + " allowedIps differ from the model's " + json(a.ips).dump());
+            if (acc->record.meta != a.meta || acc->record.plan_id != a.plan)
+                return fail("account " + std::to_string(i) + " meta " + acc->record.meta + ", plan \"" +
+                            acc->record.plan_id + "\"; the model says " + a.meta + ", \"" + a.plan + "\"");
             if (events != a.audit_events)
                 return fail("account " + std::to_string(i) + " has " + std::to_string(events) +
                             " audit events, the model " + std::to_string(a.audit_events));
@@ -752,7 +856,26 @@ private:
             if (json::parse(r.body)["allowedIps"] != want_ips)
                 return fail("GET " + short_id(k) + ": allowedIps " + json::parse(r.body)["allowedIps"].dump() +
                             ", the model says " + want_ips.dump());
+            const json want_meta = k.meta.empty() ? json(nullptr) : json::parse(k.meta);
+            if (json::parse(r.body)["meta"] != want_meta)
+                return fail("GET " + short_id(k) + ": meta " + json::parse(r.body)["meta"].dump() +
+                            ", the model says " + want_meta.dump());
         }
+    }
+
+    // What the edge tells of a key it accepted, read afresh from the store:
+    // the model's name and meta of the key, its account's meta and plan id.
+    void check_details(const MKey &k, const ka_auth_result_t &res) {
+        const MAccount &a = accounts_[size_t(k.account)];
+        ka_key_details_t d;
+        if (ka_edge_key_details(edge_, &res, details_, sizeof details_, &d) != 1)
+            return fail("the edge has no details of key " + short_id(k) + ", which it accepted");
+        auto text = [](ka_str_t s) { return std::string(s.data, s.len); };
+        if (text(d.key_name) != k.name || text(d.key_meta) != k.meta || text(d.plan_id) != a.plan ||
+            text(d.account_meta) != a.meta)
+            fail("the edge tells of key " + short_id(k) + " name " + text(d.key_name) + ", meta " + text(d.key_meta) +
+                 ", plan \"" + text(d.plan_id) + "\", account meta " + text(d.account_meta) + "; the model says " +
+                 k.name + ", " + k.meta + ", \"" + a.plan + "\", " + a.meta);
     }
 
     std::mt19937_64 rng_;
@@ -763,6 +886,7 @@ private:
     std::string admin_token_;
     ka_edge_t *edge_ = nullptr;  // world_'s
     std::vector<sockaddr_storage> client_addrs_;  // kClients' addresses
+    char details_[KA_KEY_DETAILS_MAX];            // ka_edge_key_details' buffer
     int64_t now_ = kStart;
     std::vector<MAccount> accounts_;
     std::vector<MKey> keys_;

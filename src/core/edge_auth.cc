@@ -136,12 +136,18 @@ __attribute__((always_inline)) inline void check_key(ka_edge_t *edge, std::strin
         AccountRecordView view;
         DecodeStatus st = rc == 0 ? decode_account_record(raw.data(), raw.size(), view)
                                   : DecodeStatus::kCorrupt;
-        if (rc == MDB_NOTFOUND || st != DecodeStatus::kOk) {
+        if (rc == MDB_NOTFOUND) {
             ids();
             return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
-                           "account %.*s of API key %.*s is %s; treating the key as invalid",
-                           KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id,
-                           rc == MDB_NOTFOUND ? "missing" : decode_problem(st));
+                           "account %.*s of API key %.*s is missing; treating the key as invalid",
+                           KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id);
+        }
+        if (st != DecodeStatus::kOk) {  // the version tells the operator which build wrote it
+            ids();
+            return verdict(out, KA_AUTH_KEY_INVALID, KA_LOG_ERROR,
+                           "account %.*s of API key %.*s has %s %u; treating the key as invalid",
+                           KA_ID_TEXT_LEN, account_id, KA_ID_TEXT_LEN, key_id, decode_problem(st),
+                           static_cast<unsigned>(view.version));
         }
         // The plan, if the account follows it in anything. A plan gone from
         // the catalog entitles nothing: the account's own values apply, as
