@@ -111,7 +111,7 @@ my @usage_errors = (
     [['key', 'show', $K, '--rate', 5], qr/key show does not take --rate/],
     [['key', 'show', $K, '--account', 'acc_1'], qr/--account "acc_1" is not an? acc_/],
     [['key', 'update'], qr/key update needs KEY_ID/],
-    [['key', 'update', $K], qr/key update needs something to change: --name, --scope, --rate, --expires-at, --quota or --allow-ip/],
+    [['key', 'update', $K], qr/key update needs something to change: --name, --scope, --rate, --expires-at, --quota, --allow-ip or --meta/],
     # quotas (issue 28): the form is checked before the store is opened
     [['key', 'update', $K, '--quota', '0/day'], qr/--quota "0\/day": units must be an integer from 1 to 281474976710655/],
     [['key', 'update', $K, '--quota', '-1/day'], qr/--quota "-1\/day": units must be/],
@@ -142,7 +142,7 @@ my @usage_errors = (
     [['account', 'show', $K], qr/ACC_ID "\Q$K\E" is not an? acc_/],
     [['account', 'update'], qr/account update needs ACC_ID/],
     [['account', 'update', '--any-scope'], qr/account update needs ACC_ID/],
-    [['account', 'update', $A], qr/account update needs something to change: --name, --entitlement, --max-keys, --quota, --allowed-scope, --any-scope or --allow-ip/],
+    [['account', 'update', $A], qr/account update needs something to change: --name, --entitlement, --max-keys, --quota, --allowed-scope, --any-scope, --allow-ip or --meta/],
     [['account', 'update', $A, '--allowed-scope', 'ip:read', '--any-scope'],
      qr/--allowed-scope and --any-scope contradict each other/],
     [['account', 'update', $A, '--any-scope=yes'], qr/--any-scope takes no value/],
