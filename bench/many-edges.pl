@@ -29,8 +29,9 @@ $w->start_keyauthd;
 my $acc = $w->account(entitlement => 600000);
 
 sub edge {
+    my (@args) = @_;
     my $e = KeyauthTest->new(etcd => $endpoints);
-    $e->start_syncd;
+    $e->start_syncd(args => \@args);
     $e->wait_synced(undef, 3600) or die "syncd did not sync:\n" . $e->syncd_log;
     $e->start_nginx(http => 'keyauth_zone keys:1m;', locations => $LOCATION, no_init => 1);
     return $e;
@@ -62,7 +63,9 @@ sub make_keys {
     return time - $t0;
 }
 
-my @edges = (edge(), edge());
+# the first edge serves snapshots for the bootstrap of section 5
+my $snapshot_port = KeyauthTest::free_port();
+my @edges = (edge('--snapshot-listen', "127.0.0.1:$snapshot_port"), edge());
 
 # 1. a revocation, from keyauthd's answer to 401 on both edges
 my @lat;
@@ -126,3 +129,32 @@ printf "bootstrap of an empty edge: %d keys in %.1f s = %.0f keys/s; LMDB %.0f b
 # 4. the catch-up again, at KEYS keys: each LMDB write of it now rewrites
 # key_slots chunks of a large table
 catch_up($e, sprintf('at %d keys', $KEYS));
+
+# 5. the same empty edge, bootstrapped from a peer's snapshot instead
+# (--bootstrap-from): from syncd's start to the newest key answering 200 at
+# its nginx, beside the disk's own sequential write rate (the copy's bound)
+$edges[0]->wait_synced(etcd_revision(), 600) or die 'the peer is behind';
+my $newest = $w->key(account => $acc->{id}, scopes => ['ip:read']);
+$edges[0]->wait_synced(etcd_revision(), 600) or die 'the peer is behind';
+my $dd_file = $edges[0]->dir . '/dd.bin';
+my $dd = `dd if=/dev/zero of=$dd_file bs=1M count=1024 conv=fdatasync 2>&1`;
+unlink $dd_file;
+my $dd_rate = $dd =~ /, ([\d.]+) ([GM])B\/s/ ? $1 * ($2 eq 'G' ? 1000 : 1) : 0;
+my $n = KeyauthTest->new(etcd => $endpoints);
+$n->start_nginx(http => 'keyauth_zone keys:1m;', locations => $LOCATION, no_init => 1);
+$t0 = time;
+$n->start_syncd(args => ['--bootstrap-from', "http://127.0.0.1:$snapshot_port/snapshot"]);
+my $healthy;
+until (status_at($n, $newest->{secret}) == 200) {
+    die 'no bootstrap from the peer: ' . $n->syncd_log if time - $t0 > 600;
+    $healthy //= time - $t0 if ($n->syncd_health)[0] == 200;
+    Time::HiRes::sleep(0.01);
+}
+my $ready = time - $t0;
+$healthy //= $ready;
+my ($copied) = $n->syncd_log =~ /"event":"bootstrap finished".*?"bytes":(\d+)/;
+my ($copy_ms) = $n->syncd_log =~ /"event":"bootstrap finished".*?"ms":(\d+)/;
+die 'the edge did not come up from the snapshot: ' . $n->syncd_log unless defined $copied;
+printf "bootstrap from a peer's snapshot: %d keys, newest key 200 %.1f s after syncd's start (healthy %.1f s; copy %.0f MB in %.1f s = %.0f MB/s; the disk's dd: %.0f MB/s)\n",
+    $KEYS, $ready, $healthy, $copied / 1e6, $copy_ms / 1000, $copied / 1e6 / (($copy_ms || 1) / 1000), $dd_rate;
+printf "bootstrap from etcd at the same size, above: %.1f s (%.1fx the snapshot's)\n", $secs, $secs / $ready;

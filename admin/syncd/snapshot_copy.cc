@@ -69,11 +69,12 @@ std::string snapshot_head_line(const SnapshotHead &head) {
 }
 
 std::optional<SnapshotHead> parse_snapshot_head(std::string_view line) {
-    std::vector<std::string_view> words;
-    while (!line.empty() && words.size() < 5) {
-        const size_t sp = line.find(' ');
-        words.push_back(line.substr(0, sp));
-        line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+    std::vector<std::string_view> words;  // every one, empty ones too
+    for (size_t at = 0;;) {
+        const size_t sp = line.find(' ', at);
+        words.push_back(line.substr(at, sp == std::string_view::npos ? std::string_view::npos : sp - at));
+        if (sp == std::string_view::npos || words.size() > 4) break;
+        at = sp + 1;
     }
     SnapshotHead h;
     if (words.size() != 4 || words[0] != kHeadWord || !parse_number(words[1], h.revision) || h.revision < 0 ||

@@ -95,25 +95,6 @@ std::string Metrics::text() const {
     metric(out, "keyauth_syncd_quota_exchanged_timestamp_seconds", "gauge",
            "When this edge last published its quota use and counted the other edges' (0: not yet).",
            std::to_string(quota_exchanged_ms() / 1000));
-    if (!quota_redis_on_.load(std::memory_order_relaxed)) return out;
-    metric(out, "keyauth_syncd_quota_redis_up", "gauge",
-           "1 while the quota exchange's Redis connection (--quota-redis) is up, else 0 (etcd only meanwhile).",
-           quota_redis_up() ? "1" : "0");
-    metric(out, "keyauth_syncd_quota_redis_rounds_total", "counter",
-           "Quota exchange rounds through Redis (publish this edge's use, read the other edges').",
-           std::to_string(quota_redis_rounds()));
-    metric(out, "keyauth_syncd_quota_redis_errors_total", "counter",
-           "Quota exchange rounds through Redis that failed (Redis unreachable, slow, or answering out of shape); retried next interval.",
-           std::to_string(quota_redis_errors()));
-    metric(out, "keyauth_syncd_quota_redis_published_total", "counter",
-           "Quota use records (a subject's cumulative use in its period) this edge added to the Redis stream.",
-           std::to_string(quota_redis_published()));
-    metric(out, "keyauth_syncd_quota_redis_skipped_total", "counter",
-           "Malformed quota stream entries and records read from Redis, skipped.",
-           std::to_string(quota_redis_skipped()));
-    metric(out, "keyauth_syncd_quota_redis_dropped_total", "counter",
-           "Quota use records read from Redis and not tracked: too many subjects, or edges of one subject.",
-           std::to_string(quota_redis_dropped()));
     {
         std::lock_guard<std::mutex> lock(built_mutex_);
         metric(out, "keyauth_syncd_build_seconds", "gauge",
@@ -138,6 +119,25 @@ std::string Metrics::text() const {
         out += std::string("keyauth_syncd_snapshot_refusals_total{reason=\"") + reasons[i] + "\"} " +
                std::to_string(snapshot_refusals_[i].load()) + "\n";
     }
+    if (!quota_redis_on_.load(std::memory_order_relaxed)) return out;
+    metric(out, "keyauth_syncd_quota_redis_up", "gauge",
+           "1 while the quota exchange's Redis connection (--quota-redis) is up, else 0 (etcd only meanwhile).",
+           quota_redis_up() ? "1" : "0");
+    metric(out, "keyauth_syncd_quota_redis_rounds_total", "counter",
+           "Quota exchange rounds through Redis (publish this edge's use, read the other edges').",
+           std::to_string(quota_redis_rounds()));
+    metric(out, "keyauth_syncd_quota_redis_errors_total", "counter",
+           "Quota exchange rounds through Redis that failed (Redis unreachable, slow, or answering out of shape); retried next interval.",
+           std::to_string(quota_redis_errors()));
+    metric(out, "keyauth_syncd_quota_redis_published_total", "counter",
+           "Quota use records (a subject's cumulative use in its period) this edge added to the Redis stream.",
+           std::to_string(quota_redis_published()));
+    metric(out, "keyauth_syncd_quota_redis_skipped_total", "counter",
+           "Malformed quota stream entries and records read from Redis, skipped.",
+           std::to_string(quota_redis_skipped()));
+    metric(out, "keyauth_syncd_quota_redis_dropped_total", "counter",
+           "Quota use records read from Redis and not tracked: too many subjects, or edges of one subject.",
+           std::to_string(quota_redis_dropped()));
     return out;
 }
 
