@@ -85,7 +85,7 @@ protected:
         mode("whole");
         metrics.set_applied(5);  // healthy
         metrics.current();
-        service = std::make_unique<SnapshotService>(dir.sub("db"), allowed, copier, metrics);
+        service = std::make_unique<SnapshotService>(dir.sub("db"), "/keyauth/1", allowed, copier, metrics);
         HttpServerLimits l;
         l.workers = 2;
         l.write_timeout = std::chrono::milliseconds(1000);
@@ -124,6 +124,7 @@ TEST_F(SnapshotHttpTest, AWholeCopyArrivesVerifiedWithItsHead) {
     EXPECT_EQ(got.head.revision, 5);
     EXPECT_EQ(got.head.cluster_id, 7u);
     EXPECT_EQ(got.head.schema_version, 3u);
+    EXPECT_EQ(got.prefix, "/keyauth/1");
     EXPECT_TRUE(kt::wait_until([&] { return metrics.text().find("keyauth_syncd_snapshots_served_total 1\n") !=
                                             std::string::npos; },
                                std::chrono::seconds(5)));
@@ -143,7 +144,10 @@ TEST_F(SnapshotHttpTest, AChangedByteOrAMissingChecksumIsRefused) {
     custom = [](const HttpRequest &) {
         HttpResponse r;
         r.content_type = "application/octet-stream";
-        r.headers = {{"Keyauth-Revision", "5"}, {"Keyauth-Cluster-Id", "7"}, {"Keyauth-Schema-Version", "3"}};
+        r.headers = {{"Keyauth-Revision", "5"},
+                     {"Keyauth-Cluster-Id", "7"},
+                     {"Keyauth-Schema-Version", "3"},
+                     {"Keyauth-Etcd-Prefix", "/keyauth/1"}};
         r.body = "abd";
         r.stream = [](std::string &) { return false; };
         r.trailer = [] { return std::vector<std::pair<std::string, std::string>>{
@@ -157,7 +161,10 @@ TEST_F(SnapshotHttpTest, AChangedByteOrAMissingChecksumIsRefused) {
 
     custom = [](const HttpRequest &) {
         HttpResponse r;
-        r.headers = {{"Keyauth-Revision", "5"}, {"Keyauth-Cluster-Id", "7"}, {"Keyauth-Schema-Version", "3"}};
+        r.headers = {{"Keyauth-Revision", "5"},
+                     {"Keyauth-Cluster-Id", "7"},
+                     {"Keyauth-Schema-Version", "3"},
+                     {"Keyauth-Etcd-Prefix", "/keyauth/1"}};
         r.body = "abc";
         r.stream = [](std::string &) { return false; };
         return r;
@@ -235,13 +242,13 @@ TEST_F(SnapshotHttpTest, RefusalsSayWhy) {
 
     mode("whole");
     Metrics fresh;  // no complete store yet
-    SnapshotService not_ready(dir.sub("db"), allowed, dir.sub("copier"), fresh);
+    SnapshotService not_ready(dir.sub("db"), "/keyauth/1", allowed, dir.sub("copier"), fresh);
     custom = [&](const HttpRequest &r) { return not_ready.handle(r); };
     EXPECT_FALSE(fetch(got, error));
     EXPECT_NE(error.find("answered 503"), std::string::npos) << error;
     EXPECT_NE(error.find("NOT_READY"), std::string::npos) << error;
 
-    SnapshotService elsewhere(dir.sub("db"), packed("10.0.0.0/8"), dir.sub("copier"), metrics);
+    SnapshotService elsewhere(dir.sub("db"), "/keyauth/1", packed("10.0.0.0/8"), dir.sub("copier"), metrics);
     custom = [&](const HttpRequest &r) { return elsewhere.handle(r); };
     EXPECT_FALSE(fetch(got, error));
     EXPECT_NE(error.find("answered 403"), std::string::npos) << error;

@@ -139,7 +139,8 @@ int main(int argc, char **argv) {
             limits.write_timeout = opt.snapshot_timeout;
             // run from /proc/self/exe: the same program even if its file
             // was replaced since (an upgrade)
-            snapshots = std::make_unique<SnapshotService>(opt.db, opt.snapshot_allow, "/proc/self/exe", metrics);
+            snapshots = std::make_unique<SnapshotService>(opt.db, opt.prefix, opt.snapshot_allow,
+                                                          "/proc/self/exe", metrics);
             snapshot_server = std::make_unique<keyauth::HttpServer>(
                 [&snapshots](const keyauth::HttpRequest &r) { return snapshots->handle(r); }, limits,
                 [](const keyauth::ExchangeLog &x) { keyauth::log_exchange(x); });

@@ -34,6 +34,7 @@ struct Transfer {
     std::optional<int64_t> revision;
     std::optional<uint64_t> cluster;
     std::optional<uint32_t> schema;
+    std::optional<std::string> prefix;
     std::string checksum;  // the trailer's
 };
 
@@ -73,6 +74,7 @@ size_t see_header(char *data, size_t size, size_t n, void *user) {
     if (same_name(name, SnapshotService::kRevisionField)) t->revision = number<int64_t>(value);
     if (same_name(name, SnapshotService::kClusterField)) t->cluster = number<uint64_t>(value);
     if (same_name(name, SnapshotService::kSchemaField)) t->schema = number<uint32_t>(value);
+    if (same_name(name, SnapshotService::kPrefixField)) t->prefix = std::string(value);
     if (same_name(name, SnapshotService::kChecksumField)) t->checksum = std::string(value);
     return size * n;
 }
@@ -157,8 +159,9 @@ bool fetch_snapshot(const std::string &url, const std::string &file, mode_t mode
         error = "the peer answered " + std::to_string(t.status) + ": " + std::string(trimmed(t.error_body));
         return false;
     }
-    if (!t.revision || !t.cluster || !t.schema || *t.revision < 0) {
-        error = "the answer lacks its Keyauth-Revision, Keyauth-Cluster-Id or Keyauth-Schema-Version";
+    if (!t.revision || !t.cluster || !t.schema || !t.prefix || *t.revision < 0) {
+        error = "the answer lacks its Keyauth-Revision, Keyauth-Cluster-Id, Keyauth-Schema-Version or "
+                "Keyauth-Etcd-Prefix";
         return false;
     }
     if (t.checksum.empty()) {
@@ -175,6 +178,7 @@ bool fetch_snapshot(const std::string &url, const std::string &file, mode_t mode
         return false;
     }
     out.head = SnapshotHead{*t.revision, *t.cluster, *t.schema};
+    out.prefix = *t.prefix;
     out.bytes = t.bytes;
     return true;
 }

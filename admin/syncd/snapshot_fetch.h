@@ -25,6 +25,7 @@ struct SnapshotFetchLimits {
 
 struct FetchedSnapshot {
     SnapshotHead head;  // from the answer's head fields
+    std::string prefix;  // the etcd prefix the peer mirrors
     uint64_t bytes = 0;
 };
 

@@ -95,8 +95,13 @@ HttpResponse with_retry_after(HttpResponse r, const char *seconds) {
 
 }  // namespace
 
-SnapshotService::SnapshotService(std::string db, std::string allowed, std::string program, Metrics &metrics)
-    : db_(std::move(db)), allowed_(std::move(allowed)), program_(std::move(program)), metrics_(metrics) {}
+SnapshotService::SnapshotService(std::string db, std::string prefix, std::string allowed, std::string program,
+                                 Metrics &metrics)
+    : db_(std::move(db)),
+      prefix_(std::move(prefix)),
+      allowed_(std::move(allowed)),
+      program_(std::move(program)),
+      metrics_(metrics) {}
 
 HttpResponse SnapshotService::handle(const HttpRequest &request) noexcept {
     try {
@@ -171,6 +176,7 @@ HttpResponse SnapshotService::start_copy(const std::string &peer) {
     r.headers = {{kRevisionField, std::to_string(head->revision)},
                  {kClusterField, std::to_string(head->cluster_id)},
                  {kSchemaField, std::to_string(head->schema_version)},
+                 {kPrefixField, prefix_},
                  {"Trailer", kChecksumField},
                  {"Cache-Control", "no-store"}};
     r.body = got.substr(eol + 1);

@@ -42,12 +42,17 @@ bool SyncLoop::bootstrap(const std::string &url, uint64_t cluster_id, int64_t et
         return bootstrap_refused(url, "revision " + std::to_string(h.revision) + " is ahead of etcd's " +
                                           std::to_string(etcd_revision));
     }
-    // The watch resumes at revision + 1: etcd must still hold it.
+    if (got.prefix != options_.prefix) {
+        return bootstrap_refused(url, "another etcd prefix: the copy mirrors " + got.prefix + ", this edge " +
+                                          options_.prefix);
+    }
+    // The watch resumes at revision + 1: etcd must still hold it. One key
+    // read at that revision says so (etcd checks the revision before the
+    // key), at no cost however large the store.
     etcd::RangeRequest probe;
     probe.key = watched_prefix(options_.prefix);
-    probe.range_end = watched_end(options_.prefix);
     probe.revision = h.revision;
-    probe.count_only = true;
+    probe.keys_only = true;
     etcd::RangeResponse answer;
     if (etcd::Status s = client_->range(probe, answer); !s.ok()) {
         if (s.code == etcd::Errc::kCompacted) {
