@@ -61,4 +61,15 @@ std::optional<size_t> parse_bounded(const std::string &text, size_t lo, size_t h
     return v;
 }
 
+std::vector<std::string> split_commas(const std::string &spec) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = spec.find(',', start);
+        out.push_back(spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) return out;
+        start = comma + 1;
+    }
+}
+
 }  // namespace keyauth

@@ -26,6 +26,9 @@ std::string canonical_address(const std::string &host);
 // an element is empty or not an address.
 bool parse_address_list(const std::string &spec, std::vector<std::string> &out);
 
+// "A,B,C" as its elements, empty ones kept (for the caller to refuse).
+std::vector<std::string> split_commas(const std::string &spec);
+
 // A whole decimal number from lo to hi, nothing else.
 std::optional<size_t> parse_bounded(const std::string &text, size_t lo, size_t hi);
 

@@ -53,6 +53,10 @@ struct HttpResponse {
     // connection short, so the client sees a broken transfer, never a
     // complete-looking one.
     std::function<bool(std::string &piece)> stream;
+    // A streamed answer's trailer fields, asked for after the last piece
+    // (a checksum of what was sent: keyauth-syncd's /snapshot). Name them in
+    // a Trailer header.
+    std::function<std::vector<std::pair<std::string, std::string>>()> trailer;
 };
 
 // A JSON body: the value and a newline.

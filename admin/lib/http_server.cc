@@ -461,6 +461,7 @@ private:
         auto self = shared_from_this();
         auto gate = std::make_shared<StreamGate>();
         auto make = std::move(out.stream);
+        auto trailer = std::move(out.trailer);
         auto piece = std::make_shared<std::string>(std::move(out.body));
         out.body.clear();
         // a write gets the server's write limit, and a little for the loop
@@ -480,7 +481,18 @@ private:
                     return;
                 }
             }
-            net::post(stream_.get_executor(), [self, gate, piece, last] { self->write_piece(piece, last, gate); });
+            auto fields = std::make_shared<std::string>();
+            if (last && trailer) {
+                try {
+                    for (const auto &[name, value] : trailer()) *fields += name + ": " + value + "\r\n";
+                } catch (...) {
+                    net::post(stream_.get_executor(), [self] { self->close(); });
+                    return;
+                }
+                if (!fields->empty()) *fields += "\r\n";
+            }
+            net::post(stream_.get_executor(),
+                      [self, gate, piece, last, fields] { self->write_piece(piece, last, fields, gate); });
             if (!gate->wait(limit) || last) return;
             piece = std::make_shared<std::string>();
         }
@@ -507,24 +519,28 @@ private:
     }
 
     // A piece as one chunk (none when empty), and the last chunk after the
-    // last piece.
-    void write_piece(std::shared_ptr<std::string> piece, bool last, std::shared_ptr<StreamGate> gate) {
+    // last piece, with the trailer's fields (their lines and the blank one).
+    void write_piece(std::shared_ptr<std::string> piece, bool last, std::shared_ptr<std::string> fields,
+                     std::shared_ptr<StreamGate> gate) {
         if (closed()) return gate->done(false);
         stream_.expires_after(srv_.limits.write_timeout);
         auto self = shared_from_this();
-        auto after = [self, last, gate](beast::error_code ec, size_t) {
+        auto after = [self, last, fields, gate](beast::error_code ec, size_t) {
             if (self->closed() || ec) {
                 gate->done(false);
                 return self->close();
             }
             if (!last) return gate->done(true);
             self->stream_.expires_after(self->srv_.limits.write_timeout);
-            net::async_write(self->stream_, http::make_chunk_last(), [self, gate](beast::error_code ec2, size_t) {
+            auto ended = [self, gate, fields](beast::error_code ec2, size_t) {
                 gate->done(!ec2 && !self->closed());
                 if (self->closed()) return;
                 if (ec2) return self->close();
                 self->answered();
-            });
+            };
+            if (fields->empty()) return net::async_write(self->stream_, http::make_chunk_last(), std::move(ended));
+            net::async_write(self->stream_, http::make_chunk_last(net::const_buffer(fields->data(), fields->size())),
+                             std::move(ended));
         };
         if (piece->empty()) return after({}, 0);
         net::async_write(stream_, http::make_chunk(net::buffer(*piece)),

@@ -7,11 +7,15 @@
 //                 [--usage-db PATH] [--usage-interval SECONDS] [--usage-history DAYS]
 //                 [--quota-interval MS]
 //                 [--quota-redis redis://[USER@]HOST[:PORT] [--quota-redis-interval MS]]
+//                 [--snapshot-listen IP:PORT [--snapshot-allow CIDRS] [--snapshot-timeout S]]
+//                 [--bootstrap-from URL[,URL...]]
+//   keyauth-syncd --snapshot-copy PATH      (what GET /snapshot runs for each copy)
 //
 // The sync loop, the usage publisher and the quota exchange (and its Redis
 // transport, with --quota-redis) run on threads of their own (a slow etcd
 // delays usage and quotas, never the mirror); the main thread serves
-// /metrics and /healthz (or only waits) until SIGTERM or SIGINT.
+// /metrics and /healthz (or only waits) until SIGTERM or SIGINT, and a
+// thread of its own GET /snapshot, with --snapshot-listen.
 #include <signal.h>
 
 #include <cstdlib>
@@ -26,6 +30,8 @@
 #include "mirror.h"
 #include "quota_exchange.h"
 #include "quota_redis.h"
+#include "snapshot_copy.h"
+#include "snapshot_service.h"
 #include "sync_loop.h"
 #include "syncd_log.h"
 #include "syncd_metrics.h"
@@ -47,6 +53,12 @@ void block_stop_signals(sigset_t &set) {
 
 int main(int argc, char **argv) {
     using namespace keyauth::syncd;
+    if (std::string copy_of; snapshot_copy_mode(argc, argv, copy_of)) {
+        std::string error;
+        const int rc = write_snapshot_copy(copy_of, STDOUT_FILENO, error);
+        if (rc != 0) log_event("snapshot copy failed", {{"db", copy_of}, {"error", error}});
+        return rc;
+    }
     Options opt = parse_options(argc, argv);
     signal(SIGPIPE, SIG_IGN);
     try {
@@ -58,6 +70,7 @@ int main(int argc, char **argv) {
         so.etcd.cert_file = opt.etcd_cert;
         so.etcd.key_file = opt.etcd_key;
         so.prefix = opt.prefix;
+        so.bootstrap_from = opt.bootstrap_from;
         std::string error;
         std::unique_ptr<SyncLoop> loop = SyncLoop::make(so, mirror, metrics, error);
         if (!loop) {
@@ -112,9 +125,30 @@ int main(int argc, char **argv) {
                 std::cerr << "keyauth-syncd: cannot listen on " << opt.metrics << ": " << error << "\n";
                 return 1;
             }
-        } else {
-            block_stop_signals(stop_signals);
         }
+        std::unique_ptr<SnapshotService> snapshots;
+        std::unique_ptr<keyauth::HttpServer> snapshot_server;
+        if (!opt.snapshot_listen.empty()) {
+            // a copy each for the few peers starting at once, and a worker
+            // to refuse the others
+            keyauth::HttpServerLimits limits;
+            limits.workers = 2;
+            limits.queue = 4;
+            limits.max_connections = 16;
+            limits.head_timeout = std::chrono::seconds(5);
+            limits.write_timeout = opt.snapshot_timeout;
+            // run from /proc/self/exe: the same program even if its file
+            // was replaced since (an upgrade)
+            snapshots = std::make_unique<SnapshotService>(opt.db, opt.snapshot_allow, "/proc/self/exe", metrics);
+            snapshot_server = std::make_unique<keyauth::HttpServer>(
+                [&snapshots](const keyauth::HttpRequest &r) { return snapshots->handle(r); }, limits,
+                [](const keyauth::ExchangeLog &x) { keyauth::log_exchange(x); });
+            if (!snapshot_server->bind(opt.snapshot_host, opt.snapshot_port, error)) {
+                std::cerr << "keyauth-syncd: cannot listen on " << opt.snapshot_listen << ": " << error << "\n";
+                return 1;
+            }
+        }
+        if (!server && !snapshot_server) block_stop_signals(stop_signals);
 
         const auto &mark = mirror.mark();
         log_event("started", {{"db", opt.db},
@@ -122,6 +156,7 @@ int main(int argc, char **argv) {
                               {"endpoints", opt.etcd},
                               {"metrics", opt.metrics},
                               {"quotaRedis", opt.quota_redis},
+                              {"snapshotListen", opt.snapshot_listen},
                               {"appliedRevision", mark ? mark->revision : 0}});
         std::thread sync([&loop] { loop->run(); });
         std::thread usage([&publisher] { publisher->run(); });
@@ -145,8 +180,13 @@ int main(int argc, char **argv) {
                 if (redis.joinable()) redis.join();
             }
         } joiner{*loop, *publisher, *quotas, quota_redis.get(), sync, usage, quota, redis};
-        if (server) {
+        // each server stops on SIGTERM or SIGINT by itself
+        if (server && snapshot_server) {
+            std::thread snapshot_thread([&snapshot_server] { snapshot_server->run(); });
             server->run();
+            snapshot_thread.join();
+        } else if (server || snapshot_server) {
+            (server ? server : snapshot_server)->run();
         } else {
             int sig = 0;
             sigwait(&stop_signals, &sig);

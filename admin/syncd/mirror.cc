@@ -188,7 +188,7 @@ void Mirror::Rebuild::add(const std::vector<RecordChange> &changes) {
     records_ += changes.size();
 }
 
-std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
+std::unique_ptr<Mirror::Rebuild> Mirror::make_rebuild_dir() {
     std::unique_ptr<Rebuild> rb(new Rebuild());
     const std::string dir = rebuild_path();
     if (exists(dir)) remove_tree(dir);
@@ -201,6 +201,12 @@ std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
     } else if (::chmod(dir.c_str(), LmdbBackend::kDirMode) != 0) {  // as for any new store
         fail("cannot set the mode of " + dir);
     }
+    return rb;
+}
+
+std::unique_ptr<Mirror::Rebuild> Mirror::begin_rebuild() {
+    std::unique_ptr<Rebuild> rb = make_rebuild_dir();
+    const std::string &dir = rb->dir_;
     // Never a smaller map than the live store's: its records must fit.
     size_t map_size = map_size_;
     if (live_) {
@@ -233,7 +239,42 @@ void Mirror::finish_rebuild(std::unique_ptr<Rebuild> rb, const MirrorMark &mark)
         fail(std::string("cannot sync the rebuilt store: ") + mdb_strerror(rc));
     }
     rb->store_.reset();  // closed before it becomes the live store
+    swap_in(*rb);
+}
 
+std::unique_ptr<Mirror::Rebuild> Mirror::begin_copy() { return make_rebuild_dir(); }
+
+mode_t Mirror::copy_mode() const {
+    struct stat st;
+    if (::stat((path_ + "/data.mdb").c_str(), &st) == 0) return st.st_mode & 07777;
+    return LmdbBackend::kDataMode;
+}
+
+bool Mirror::finish_copy(std::unique_ptr<Rebuild> rb, const MirrorMark &expected, std::string &why) {
+    const std::string file = rb->dir_ + "/data.mdb";
+    if (exists(path_ + "/data.mdb")) copy_access(path_ + "/data.mdb", file);
+    std::optional<MirrorMark> mark;
+    try {
+        LmdbBackend copy(rb->dir_, map_size_);  // refuses another schema version
+        mark = read_mark(copy);
+        if (int rc = mdb_env_sync(copy.env(), 1); rc != 0) {
+            fail(std::string("cannot sync the copy: ") + mdb_strerror(rc));
+        }
+    } catch (const std::exception &e) {
+        why = std::string("the copy cannot be opened: ") + e.what();
+        return false;
+    }
+    if (!mark || mark->revision != expected.revision || mark->cluster_id != expected.cluster_id) {
+        why = "the copy's own mark is not the one its head announced";
+        return false;
+    }
+    if (exists(path_ + "/lock.mdb")) copy_access(path_ + "/lock.mdb", rb->dir_ + "/lock.mdb");
+    swap_in(*rb);
+    return true;
+}
+
+void Mirror::swap_in(Rebuild &rebuild) {
+    Rebuild *rb = &rebuild;
     if (exists(path_)) {
         // Both directories stay whole: PATH names the new store from this
         // instant, PATH.rebuild the old one.

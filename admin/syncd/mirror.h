@@ -21,6 +21,7 @@
 #pragma once
 
 #include <lmdb.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -94,7 +95,7 @@ public:
         friend class Mirror;
         Rebuild() = default;
         std::string dir_;
-        std::unique_ptr<LmdbBackend> store_;
+        std::unique_ptr<LmdbBackend> store_;  // none for a peer's copy (begin_copy)
         size_t records_ = 0;
         bool done_ = false;
     };
@@ -106,6 +107,18 @@ public:
     // the swap the live store is as it was.
     void finish_rebuild(std::unique_ptr<Rebuild> rebuild, const MirrorMark &mark);
 
+    // A peer's copy of its store (snapshot_fetch.h) to be received beside
+    // the live one: rebuild_path() made as begin_rebuild makes it, with no
+    // environment opened. copy_file() is where the copy goes, with
+    // copy_mode() (the live data.mdb's mode, or a new store's).
+    std::unique_ptr<Rebuild> begin_copy();
+    std::string copy_file() const { return rebuild_path() + "/data.mdb"; }
+    mode_t copy_mode() const;
+    // Opens the received copy (its schema must be this build's) and swaps
+    // it in as finish_rebuild does, if its own mark is `expected`; false
+    // with the reason, the live store as it was, otherwise.
+    bool finish_copy(std::unique_ptr<Rebuild> copy, const MirrorMark &expected, std::string &why);
+
     // The live environment (null without one), for tests and read-only use
     // by the thread that owns the Mirror.
     MDB_env *env() const noexcept;
@@ -113,6 +126,10 @@ public:
 
 private:
     void open_live();
+    // rebuild_path(), new and empty, with the live directory's access.
+    std::unique_ptr<Rebuild> make_rebuild_dir();
+    // Swaps the complete store in rb's directory in for the live one.
+    void swap_in(Rebuild &rb);
 
     std::string path_;
     size_t map_size_;

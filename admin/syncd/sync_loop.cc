@@ -124,7 +124,7 @@ SyncLoop::Next SyncLoop::round() {
     }
     rebuild_reason_.reset();
     if (!reason.empty()) {
-        Next n = rebuild(cluster, reason);
+        Next n = rebuild(cluster, st.header.revision, reason);
         if (n != Next::kWatch) return n;
     }
     return watch();
@@ -168,7 +168,13 @@ void SyncLoop::note_progress(int64_t revision) {
     }
 }
 
-SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason) {
+SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, int64_t etcd_revision, const std::string &reason) {
+    if (!blocked_) {  // a record this build cannot apply: a peer's copy holds none of it
+        for (const std::string &url : options_.bootstrap_from) {
+            if (stopping()) return Next::kStop;
+            if (bootstrap(url, cluster_id, etcd_revision)) return Next::kWatch;
+        }
+    }
     const auto t0 = Clock::now();
     const std::optional<MirrorMark> &old = mirror_.mark();
     log_event("rebuild started", {{"reason", reason},
@@ -225,18 +231,23 @@ SyncLoop::Next SyncLoop::rebuild(uint64_t cluster_id, const std::string &reason)
     if (!s.ok()) return etcd_failed("range", s);
     const size_t records = rb->records();
     mirror_.finish_rebuild(std::move(rb), MirrorMark{revision, cluster_id});
+    built(revision);
+    metrics_.add_rebuild();
+    metrics_.set_built(false, static_cast<double>(ms_since(t0)) / 1000.0);
+    log_event("rebuild finished",
+              {{"records", records}, {"revision", revision}, {"clusterId", cluster_id}, {"ms", ms_since(t0)}});
+    return Next::kWatch;
+}
+
+void SyncLoop::built(int64_t revision) {
     apply_backoff_ = options_.backoff_min;
     notified_revision_ = 0;
     mark_stored_ = Clock::now();
     if (blocked_) log_event("record applied again", {{"etcdKey", blocked_->etcd_key}});
     blocked_.reset();
     metrics_.set_blocked(false);
-    metrics_.add_rebuild();
     metrics_.set_applied(revision);
     metrics_.current();
-    log_event("rebuild finished",
-              {{"records", records}, {"revision", revision}, {"clusterId", cluster_id}, {"ms", ms_since(t0)}});
-    return Next::kWatch;
 }
 
 SyncLoop::Next SyncLoop::watch() {

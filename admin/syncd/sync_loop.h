@@ -36,6 +36,7 @@
 
 #include "etcd_client.h"
 #include "mirror.h"
+#include "snapshot_fetch.h"
 #include "syncd_metrics.h"
 
 namespace keyauth::syncd {
@@ -55,6 +56,10 @@ struct SyncOptions {
     // A watch that hears nothing for this long is given up and made again
     // (etcd sends a progress notification about every second).
     std::chrono::milliseconds watch_silence{5000};
+    // Peers' GET /snapshot URLs (--bootstrap-from): a build tries each in
+    // turn, then etcd (sync_bootstrap.cc).
+    std::vector<std::string> bootstrap_from;
+    SnapshotFetchLimits fetch_limits;
 };
 
 class SyncLoop {
@@ -86,7 +91,13 @@ private:
     };
 
     Next round();
-    Next rebuild(uint64_t cluster_id, const std::string &reason);
+    Next rebuild(uint64_t cluster_id, int64_t etcd_revision, const std::string &reason);
+    // The store from a peer's snapshot at `url`, swapped in: true; false
+    // (logged, counted, the live store as it was) to fall back.
+    bool bootstrap(const std::string &url, uint64_t cluster_id, int64_t etcd_revision);
+    bool bootstrap_refused(const std::string &url, const std::string &why);
+    // After a build swapped in at `revision`.
+    void built(int64_t revision);
     // Whether the record the edge is stuck on is gone or changed in etcd.
     Next blocked_record_changed(bool &changed);
     void block(const char *during, const std::vector<RecordChange> &changes, const std::optional<Refusal> &r,

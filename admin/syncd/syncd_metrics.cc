@@ -40,6 +40,17 @@ void Metrics::set_blocked(bool blocked, const std::string &why) {
     blocked_.store(blocked, std::memory_order_release);
 }
 
+void Metrics::set_built(bool from_snapshot, double seconds, const std::string &peer) {
+    std::lock_guard<std::mutex> lock(built_mutex_);
+    built_from_ = from_snapshot ? "snapshot" : "etcd";
+    built_peer_ = from_snapshot ? peer : "";
+    built_seconds_ = seconds;
+}
+
+void Metrics::add_snapshot_refusal(SnapshotRefusal why) {
+    snapshot_refusals_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
 double Metrics::lag_seconds() const {
     const int64_t ns = now_ns() - last_current_ns_.load(std::memory_order_relaxed);
     return ns > 0 ? static_cast<double>(ns) / 1e9 : 0.0;
@@ -103,7 +114,50 @@ std::string Metrics::text() const {
     metric(out, "keyauth_syncd_quota_redis_dropped_total", "counter",
            "Quota use records read from Redis and not tracked: too many subjects, or edges of one subject.",
            std::to_string(quota_redis_dropped()));
+    {
+        std::lock_guard<std::mutex> lock(built_mutex_);
+        metric(out, "keyauth_syncd_build_seconds", "gauge",
+               "Seconds the last build of the store by this process took (0 before one): a peer's snapshot or etcd.",
+               seconds_text(built_seconds_));
+        metric(out, "keyauth_syncd_built_from_snapshot", "gauge",
+               "1 if the last build of the store was a peer's snapshot (--bootstrap-from), else 0.",
+               built_from_ == "snapshot" ? "1" : "0");
+    }
+    metric(out, "keyauth_syncd_bootstrap_refused_total", "counter",
+           "Peer snapshots refused (unreachable, cut short, wrong checksum, cluster or schema, compacted): each a fallback.",
+           std::to_string(bootstrap_refused_.load(std::memory_order_relaxed)));
+    metric(out, "keyauth_syncd_snapshots_served_total", "counter",
+           "Snapshots of this edge's store sent whole on GET /snapshot.", std::to_string(snapshots_served_.load()));
+    metric(out, "keyauth_syncd_snapshots_failed_total", "counter",
+           "Snapshots cut short: the client stalled past --snapshot-timeout or left, or the copy failed.",
+           std::to_string(snapshots_failed_.load()));
+    metric_family(out, "keyauth_syncd_snapshot_refusals_total", "counter",
+                  "GET /snapshot refused: busy (a copy in progress, 429), not_ready (503), forbidden (403).");
+    const char *reasons[] = {"busy", "not_ready", "forbidden"};
+    for (int i = 0; i < 3; i++) {
+        out += std::string("keyauth_syncd_snapshot_refusals_total{reason=\"") + reasons[i] + "\"} " +
+               std::to_string(snapshot_refusals_[i].load()) + "\n";
+    }
     return out;
+}
+
+const char *Metrics::unhealthy(std::string &message) const {
+    if (!complete()) {
+        message = "the store holds no complete snapshot of etcd yet";
+        return "NOT_READY";
+    }
+    if (blocked()) {
+        std::lock_guard<std::mutex> lock(why_mutex_);
+        message = blocked_why_;
+        return "CANNOT_APPLY";
+    }
+    const double lag = lag_seconds();
+    if (lag * 1000.0 > static_cast<double>(max_lag_.count())) {
+        message = "not known to be current for " + seconds_text(lag) + " s, over " +
+                  seconds_text(max_lag_.count() / 1000.0) + " s";
+        return "BEHIND";
+    }
+    return nullptr;
 }
 
 HttpResponse Metrics::handle(const HttpRequest &request) const noexcept {
@@ -112,20 +166,20 @@ HttpResponse Metrics::handle(const HttpRequest &request) const noexcept {
         if (!known) return json_error(404, "NOT_FOUND", "no such path: /metrics and /healthz only");
         if (request.method != "GET") return metrics_method_not_allowed();
         if (request.path == "/metrics") return metrics_response(request, text());
-        if (!complete()) {
-            return json_error(503, "NOT_READY", "the store holds no complete snapshot of etcd yet");
-        }
+        std::string why;
+        const char *code = unhealthy(why);
+        if (!complete()) return json_error(503, code, why);
         const double lag = std::round(lag_seconds() * 1000.0) / 1000.0;
         nlohmann::ordered_json body = {{"revision", applied_revision()}, {"lagSeconds", lag}};
-        if (blocked()) {
-            std::lock_guard<std::mutex> lock(why_mutex_);
-            body["error"] = {{"code", "CANNOT_APPLY"}, {"message", blocked_why_}};
-            return json_response(503, body.dump());
+        {
+            std::lock_guard<std::mutex> lock(built_mutex_);
+            body["builtFrom"] = built_from_.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(built_from_);
+            body["buildSeconds"] = built_from_.empty() ? nlohmann::ordered_json()
+                                                       : nlohmann::ordered_json(std::round(built_seconds_ * 1000) / 1000);
+            if (!built_peer_.empty()) body["bootstrapPeer"] = built_peer_;
         }
-        if (lag * 1000.0 > static_cast<double>(max_lag_.count())) {
-            body["error"] = {{"code", "BEHIND"},
-                             {"message", "not known to be current for " + seconds_text(lag) + " s, over " +
-                                             seconds_text(max_lag_.count() / 1000.0) + " s"}};
+        if (code) {
+            body["error"] = {{"code", code}, {"message", why}};
             return json_response(503, body.dump());
         }
         return json_response(200, body.dump());

@@ -52,6 +52,15 @@ public:
     void add_quota_redis_published(uint64_t n) { quota_redis_published_.fetch_add(n, std::memory_order_relaxed); }
     void add_quota_redis_skipped(uint64_t n) { quota_redis_skipped_.fetch_add(n, std::memory_order_relaxed); }
     void add_quota_redis_dropped(uint64_t n) { quota_redis_dropped_.fetch_add(n, std::memory_order_relaxed); }
+    // How this process last built the store: from a peer's snapshot (`peer`
+    // its URL) or from etcd, and how long it took (/healthz says so).
+    void set_built(bool from_snapshot, double seconds, const std::string &peer = "");
+    void add_bootstrap_refused() { bootstrap_refused_.fetch_add(1, std::memory_order_relaxed); }
+    // GET /snapshot (snapshot_service.h).
+    enum class SnapshotRefusal { kBusy, kNotReady, kForbidden };
+    void add_snapshot_refusal(SnapshotRefusal why);
+    void add_snapshot_served() { snapshots_served_.fetch_add(1, std::memory_order_relaxed); }
+    void add_snapshot_failed() { snapshots_failed_.fetch_add(1, std::memory_order_relaxed); }
 
     bool complete() const { return complete_.load(std::memory_order_acquire); }
     int64_t applied_revision() const { return applied_.load(std::memory_order_acquire); }
@@ -75,6 +84,10 @@ public:
     uint64_t quota_redis_dropped() const { return quota_redis_dropped_.load(std::memory_order_relaxed); }
     // Unix ms of the last complete quota exchange round (0: none yet).
     int64_t quota_exchanged_ms() const { return quota_exchanged_ms_.load(std::memory_order_relaxed); }
+
+    // Why /healthz answers 503 ("NOT_READY", "CANNOT_APPLY", "BEHIND"), or
+    // null when it answers 200; `message` says more.
+    const char *unhealthy(std::string &message) const;
 
     // Prometheus text exposition format 0.0.4, with # HELP and # TYPE.
     std::string text() const;
@@ -108,6 +121,14 @@ private:
     std::atomic<uint64_t> quota_redis_published_{0};
     std::atomic<uint64_t> quota_redis_skipped_{0};
     std::atomic<uint64_t> quota_redis_dropped_{0};
+    mutable std::mutex built_mutex_;
+    std::string built_from_;  // under built_mutex_: "snapshot", "etcd", or empty
+    std::string built_peer_;
+    double built_seconds_ = 0;
+    std::atomic<uint64_t> bootstrap_refused_{0};
+    std::atomic<uint64_t> snapshots_served_{0};
+    std::atomic<uint64_t> snapshots_failed_{0};
+    std::atomic<uint64_t> snapshot_refusals_[3] = {};
 };
 
 }  // namespace keyauth::syncd

@@ -10,6 +10,7 @@
 
 #include "etcd_client.h"
 #include "etcd_keyspace.h"
+#include "ip_allowlist.h"
 #include "quota_redis.h"
 
 namespace keyauth::syncd {
@@ -22,6 +23,9 @@ const char kUsage[] = R"(usage: keyauth-syncd --etcd URL[,URL...] --db PATH [--m
                      [--quota-interval MS]
                      [--quota-redis redis://[USER@]HOST[:PORT]]
                      [--quota-redis-interval MS] [--max-lag SECONDS]
+                     [--snapshot-listen IP:PORT [--snapshot-allow CIDR[,CIDR...]]
+                      [--snapshot-timeout SECONDS]] [--bootstrap-from URL[,URL...]]
+       keyauth-syncd --snapshot-copy PATH
 
 Mirrors the keyauth records under an etcd prefix into this edge host's LMDB
 store, which the nginx module reads: the only writer of that store. Rebuilds
@@ -66,15 +70,72 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     itself current (every change in etcd applied) for more
                     than S seconds, 1 to 3600 (default 10), and while a
                     record cannot be applied
+  --snapshot-listen ADDR  serve GET /snapshot on IP:PORT: a consistent,
+                    compacted copy of this edge's store for a new edge to
+                    start from (--bootstrap-from), one at a time, only while
+                    /healthz would answer 200. Keep it on the fleet's
+                    private network
+  --snapshot-allow CIDRS  the peers that may fetch it, up to 32 (default:
+                    loopback only; required for another address)
+  --snapshot-timeout S  drop a client that reads nothing for S seconds, 1
+                    to 600 (default 10)
+  --bootstrap-from URLS  peers' http://IP:PORT/snapshot, comma-separated:
+                    when the store must be built (new, another cluster,
+                    behind a compaction), copy a peer's first, trying each
+                    in turn, then etcd. A copy is checked (checksum, cluster,
+                    schema, revision still in etcd) before it is swapped in
+  --snapshot-copy PATH  write the copy GET /snapshot sends of the store at
+                    PATH to standard output (one head line, then data.mdb):
+                    what the listener runs for each copy
 )";
 
 const keyauth::ProgramUsage kCli("keyauth-syncd", kUsage);
 
+void parse_snapshot_options(Options &o, const std::string &allow, const std::string &timeout,
+                            const std::string &bootstrap) {
+    if (!o.snapshot_listen.empty()) {
+        if (!keyauth::parse_host_port(o.snapshot_listen, o.snapshot_host, o.snapshot_port) ||
+            !keyauth::is_ip_address(o.snapshot_host)) {
+            kCli.error("--snapshot-listen needs IP:PORT, e.g. 10.0.0.5:9188");
+        }
+        if (allow.empty() && !keyauth::is_loopback_address(o.snapshot_host)) {
+            kCli.error("--snapshot-listen " + o.snapshot_listen +
+                       " is not a loopback address: name the peers that may fetch snapshots with --snapshot-allow");
+        }
+        std::string error;
+        if (!pack_allowed_ips(keyauth::split_commas(allow.empty() ? "127.0.0.0/8,::1" : allow), o.snapshot_allow, error)) {
+            kCli.error("--snapshot-allow: " + error);
+        }
+    } else if (!allow.empty() || !timeout.empty()) {
+        kCli.error(std::string(allow.empty() ? "--snapshot-timeout" : "--snapshot-allow") +
+                   " needs --snapshot-listen");
+    }
+    if (!timeout.empty()) {
+        o.snapshot_timeout = std::chrono::seconds(kCli.bounded("--snapshot-timeout", timeout, 1, 600, "seconds"));
+    }
+    if (!bootstrap.empty()) {
+        o.bootstrap_from = keyauth::split_commas(bootstrap);
+        if (o.bootstrap_from.size() > 16) kCli.error("--bootstrap-from: at most 16 URLs");
+        for (const std::string &url : o.bootstrap_from) {
+            if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+                kCli.error("--bootstrap-from: \"" + url + "\" is not an http:// or https:// URL");
+            }
+        }
+    }
+}
+
 }  // namespace
+
+bool snapshot_copy_mode(int argc, char **argv, std::string &dir) {
+    if (argc != 3 || std::string(argv[1]) != "--snapshot-copy") return false;
+    dir = argv[2];
+    return true;
+}
 
 Options parse_options(int argc, char **argv) {
     Options o;
     std::string etcd, map_mib, prefix, usage_interval, usage_history, quota_interval, quota_redis_interval, max_lag;
+    std::string snapshot_allow, snapshot_timeout, bootstrap_from;
     bool allow_remote = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -102,6 +163,10 @@ Options parse_options(int argc, char **argv) {
                             : a == "--quota-redis"  ? &o.quota_redis
                             : a == "--quota-redis-interval" ? &quota_redis_interval
                             : a == "--max-lag"      ? &max_lag
+                            : a == "--snapshot-listen" ? &o.snapshot_listen
+                            : a == "--snapshot-allow" ? &snapshot_allow
+                            : a == "--snapshot-timeout" ? &snapshot_timeout
+                            : a == "--bootstrap-from" ? &bootstrap_from
                                                     : nullptr;
         if (slot == nullptr) kCli.error("unknown argument \"" + a + "\"");
         if (i + 1 >= argc) kCli.error(a + " needs a value");
@@ -155,6 +220,7 @@ Options parse_options(int argc, char **argv) {
             kCli.bounded("--quota-redis-interval", quota_redis_interval, 50, 5000, "milliseconds"));
     }
     if (!max_lag.empty()) o.max_lag = std::chrono::seconds(kCli.bounded("--max-lag", max_lag, 1, 3600, "seconds"));
+    parse_snapshot_options(o, snapshot_allow, snapshot_timeout, bootstrap_from);
     if (!map_mib.empty()) o.map_size = kCli.bounded("--map-size", map_mib, 1, 1u << 20, "MiB") << 20;
     return o;
 }

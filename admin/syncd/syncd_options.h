@@ -29,7 +29,17 @@ struct Options {
     int quota_redis_port = 6379;
     std::chrono::milliseconds quota_redis_interval{200};  // quota_redis.h
     std::chrono::milliseconds max_lag{10000};  // /healthz answers 503 past it
+    // GET /snapshot (snapshot_service.h); empty: not served
+    std::string snapshot_listen, snapshot_host;
+    int snapshot_port = 0;
+    std::string snapshot_allow;  // packed (ip_allowlist.h)
+    std::chrono::milliseconds snapshot_timeout{10000};
+    std::vector<std::string> bootstrap_from;  // peers' /snapshot URLs
 };
+
+// `keyauth-syncd --snapshot-copy DIR`: the process GET /snapshot runs for
+// each copy (snapshot_copy.h); true with DIR when argv is exactly that.
+bool snapshot_copy_mode(int argc, char **argv, std::string &dir);
 
 // Exits 0 after printing the usage for -h/--help, 2 on a usage error.
 Options parse_options(int argc, char **argv);

@@ -1,0 +1,40 @@
+// The copy GET /snapshot serves (snapshot_service.h): LMDB's compacting
+// copy of an edge's store, made by a process of its own
+// (`keyauth-syncd --snapshot-copy DIR`), so that syncd's own environment is
+// never remapped or swapped under a copy in progress, and a copy that is cut
+// short is ended by killing that process.
+//
+// What the process writes to its standard output: one head line, then the
+// copy (a data.mdb) to the end.
+//
+//   keyauth-snapshot <revision> <cluster id> <schema version>\n
+//
+// The head is the copy's own mark: the copy's read transaction is begun
+// while this process holds the store's writer lock, so no commit falls
+// between the mark read and the copy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace keyauth::syncd {
+
+struct SnapshotHead {
+    int64_t revision = 0;
+    uint64_t cluster_id = 0;
+    uint32_t schema_version = 0;
+};
+
+// The head line for `head`, with its newline.
+std::string snapshot_head_line(const SnapshotHead &head);
+// A head line (without its newline); none unless it is exactly one.
+std::optional<SnapshotHead> parse_snapshot_head(std::string_view line);
+
+// Writes the head and the copy of the store at `dir` to `out_fd`. Returns 0,
+// or 1 with `error` set: no store there, a store without a mirror mark (not
+// one syncd completed), an LMDB error, a write that failed.
+int write_snapshot_copy(const std::string &dir, int out_fd, std::string &error);
+
+}  // namespace keyauth::syncd
