@@ -308,7 +308,7 @@ E2E_JOBS      ?= 2
 E2E_ASAN_JOBS ?= 4
 E2E_LONGEST   := t/19-lifecycle-cli.t t/09-cli.t t/50-faults.t t/34-quota-ledger.t t/45-webhooks.t t/61-many-edges.t \
                  t/39-usage-hour-edge.t t/43-admin-usage-report.t t/46-webhooks-etcd.t t/15-core-dumps.t t/24-openapi.t \
-                 t/31-usage-api.t t/28-quotas.t t/17-console-abuse.t t/70-shared-limits.t \
+                 t/31-usage-api.t t/28-quotas.t t/17-console-abuse.t t/70-shared-limits.t t/69-snapshot-bootstrap.t \
                  t/26-key-invariants.t t/25-console-page.t t/66-quota-redis.t t/18-lifecycle.t \
                  t/29-usage-over-time.t
 E2E_FILES     := $(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(sort $(wildcard t/*.t)))
