@@ -143,6 +143,7 @@ Options parse_options(int argc, char **argv) {
             std::fputs(kUsage, stdout);
             std::exit(0);
         }
+        if (a == "--snapshot-copy") kCli.error("--snapshot-copy PATH is a command of its own: no other option");
         if (a == "--allow-remote") {
             if (allow_remote) kCli.error(a + " given twice");
             allow_remote = true;
