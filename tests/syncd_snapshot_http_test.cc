@@ -140,48 +140,44 @@ TEST_F(SnapshotHttpTest, ACopyThatFailsCutsTheTransferShort) {
     EXPECT_NE(error.find("transfer failed"), std::string::npos) << error;
 }
 
-TEST_F(SnapshotHttpTest, AChangedByteOrAMissingChecksumIsRefused) {
-    custom = [](const HttpRequest &) {
-        HttpResponse r;
-        r.content_type = "application/octet-stream";
+// An answer of the test's own: `body` whole in one piece, with the head
+// fields when `head`, and a trailer giving `checksum` unless it is empty.
+HttpResponse crafted(const std::string &body, bool head, const std::string &checksum) {
+    HttpResponse r;
+    r.content_type = "application/octet-stream";
+    if (head) {
         r.headers = {{"Keyauth-Revision", "5"},
                      {"Keyauth-Cluster-Id", "7"},
                      {"Keyauth-Schema-Version", "3"},
                      {"Keyauth-Etcd-Prefix", "/keyauth/1"}};
-        r.body = "abd";
-        r.stream = [](std::string &) { return false; };
-        r.trailer = [] { return std::vector<std::pair<std::string, std::string>>{
-                              {SnapshotService::kChecksumField, sha_hex("abc")}}; };
-        return r;
-    };
+    }
+    r.body = body;
+    r.stream = [](std::string &) { return false; };
+    if (!checksum.empty()) {
+        r.trailer = [checksum] {
+            return std::vector<std::pair<std::string, std::string>>{{SnapshotService::kChecksumField, checksum}};
+        };
+    }
+    return r;
+}
+
+TEST_F(SnapshotHttpTest, AChangedByteOrAMissingChecksumIsRefused) {
     FetchedSnapshot got;
     std::string error;
+    custom = [](const HttpRequest &) { return crafted("abd", true, sha_hex("abc")); };
     EXPECT_FALSE(fetch(got, error));
     EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;
 
-    custom = [](const HttpRequest &) {
-        HttpResponse r;
-        r.headers = {{"Keyauth-Revision", "5"},
-                     {"Keyauth-Cluster-Id", "7"},
-                     {"Keyauth-Schema-Version", "3"},
-                     {"Keyauth-Etcd-Prefix", "/keyauth/1"}};
-        r.body = "abc";
-        r.stream = [](std::string &) { return false; };
-        return r;
-    };
+    custom = [](const HttpRequest &) { return crafted("abc", true, ""); };
     EXPECT_FALSE(fetch(got, error));
     EXPECT_NE(error.find("without its checksum"), std::string::npos) << error;
 
-    custom = [](const HttpRequest &) {  // no head fields
-        HttpResponse r;
-        r.body = "abc";
-        r.stream = [](std::string &) { return false; };
-        r.trailer = [] { return std::vector<std::pair<std::string, std::string>>{
-                              {SnapshotService::kChecksumField, sha_hex("abc")}}; };
-        return r;
-    };
+    custom = [](const HttpRequest &) { return crafted("abc", false, sha_hex("abc")); };  // no head fields
     EXPECT_FALSE(fetch(got, error));
     EXPECT_NE(error.find("lacks"), std::string::npos) << error;
+
+    custom = [](const HttpRequest &) { return crafted("abc", true, sha_hex("abc")); };  // the control
+    EXPECT_TRUE(fetch(got, error)) << error;
 }
 
 TEST_F(SnapshotHttpTest, OneCopyAtATimeAndAStalledClientIsDropped) {

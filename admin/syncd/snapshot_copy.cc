@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -30,13 +29,6 @@ bool write_all(int fd, const char *p, size_t n) {
         n -= static_cast<size_t>(w);
     }
     return true;
-}
-
-template <typename T>
-bool parse_number(std::string_view s, T &out) {
-    if (s.empty() || s.size() > 20) return false;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && end == s.data() + s.size();
 }
 
 // The environment, its writer lock and the mark, released in that order.
@@ -76,11 +68,12 @@ std::optional<SnapshotHead> parse_snapshot_head(std::string_view line) {
         if (sp == std::string_view::npos || words.size() > 4) break;
         at = sp + 1;
     }
-    SnapshotHead h;
-    if (words.size() != 4 || words[0] != kHeadWord || !parse_number(words[1], h.revision) || h.revision < 0 ||
-        !parse_number(words[2], h.cluster_id) || !parse_number(words[3], h.schema_version)) {
-        return std::nullopt;
-    }
+    if (words.size() != 4 || words[0] != kHeadWord) return std::nullopt;
+    const auto revision = parse_decimal<int64_t>(words[1]);
+    const auto cluster = parse_decimal<uint64_t>(words[2]);
+    const auto schema = parse_decimal<uint32_t>(words[3]);
+    if (!revision || *revision < 0 || !cluster || !schema) return std::nullopt;
+    SnapshotHead h{*revision, *cluster, *schema};
     return h;
 }
 

@@ -14,6 +14,7 @@
 // between the mark read and the copy.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,17 @@ struct SnapshotHead {
     uint64_t cluster_id = 0;
     uint32_t schema_version = 0;
 };
+
+// A whole decimal number of type T, nothing else (no sign, no space): the
+// head line's fields, and the same fields as GET /snapshot's head sends them.
+template <typename T>
+std::optional<T> parse_decimal(std::string_view s) {
+    T v{};
+    if (s.empty() || s.size() > 20) return std::nullopt;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
 
 // The head line for `head`, with its newline.
 std::string snapshot_head_line(const SnapshotHead &head);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -56,14 +55,6 @@ bool same_name(std::string_view a, std::string_view b) {
     return true;
 }
 
-template <typename T>
-std::optional<T> number(std::string_view s) {
-    T v{};
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
 // Head fields and, after the body, the trailer's (libcurl passes both here).
 size_t see_header(char *data, size_t size, size_t n, void *user) {
     auto *t = static_cast<Transfer *>(user);
@@ -71,9 +62,9 @@ size_t see_header(char *data, size_t size, size_t n, void *user) {
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) return size * n;  // the status line, the blank one
     const std::string_view name = line.substr(0, colon), value = trimmed(line.substr(colon + 1));
-    if (same_name(name, SnapshotService::kRevisionField)) t->revision = number<int64_t>(value);
-    if (same_name(name, SnapshotService::kClusterField)) t->cluster = number<uint64_t>(value);
-    if (same_name(name, SnapshotService::kSchemaField)) t->schema = number<uint32_t>(value);
+    if (same_name(name, SnapshotService::kRevisionField)) t->revision = parse_decimal<int64_t>(value);
+    if (same_name(name, SnapshotService::kClusterField)) t->cluster = parse_decimal<uint64_t>(value);
+    if (same_name(name, SnapshotService::kSchemaField)) t->schema = parse_decimal<uint32_t>(value);
     if (same_name(name, SnapshotService::kPrefixField)) t->prefix = std::string(value);
     if (same_name(name, SnapshotService::kChecksumField)) t->checksum = std::string(value);
     return size * n;
