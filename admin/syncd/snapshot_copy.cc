@@ -77,6 +77,8 @@ std::optional<SnapshotHead> parse_snapshot_head(std::string_view line) {
     return h;
 }
 
+void widen_pipe(int fd) noexcept { (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20); }
+
 int write_snapshot_copy(const std::string &dir, int out_fd, std::string &error) {
     signal(SIGPIPE, SIG_IGN);  // a reader gone is an error of write(), not a signal
     struct stat st;
@@ -110,6 +112,7 @@ int write_snapshot_copy(const std::string &dir, int out_fd, std::string &error) 
         error = std::string("pipe: ") + std::strerror(errno);
         return 1;
     }
+    widen_pipe(pipe_fds[1]);
     int copy_rc = 0;
     std::thread copier([&] {
         copy_rc = mdb_env_copyfd2(e.env, pipe_fds[1], MDB_CP_COMPACT);

@@ -49,4 +49,10 @@ std::optional<SnapshotHead> parse_snapshot_head(std::string_view line);
 // one syncd completed), an LMDB error, a write that failed.
 int write_snapshot_copy(const std::string &dir, int out_fd, std::string &error);
 
+// Asks for a pipe of 1 MiB (Linux's default pipe-max-size) instead of 64 KiB,
+// so that the copy moves in LMDB's own 1 MiB writes (a 139 MB bootstrap: 0.5-0.7 s
+// in 64 KiB pieces, 0.35 s in 1 MiB ones). Best effort: a smaller pipe only
+// moves the copy in smaller pieces.
+void widen_pipe(int fd) noexcept;
+
 }  // namespace keyauth::syncd

@@ -26,7 +26,7 @@ namespace {
 // How long the copy process may be silent: its head waits for the writer
 // lock (one batch of syncd's), each piece for LMDB's walk of the tree.
 constexpr int kCopySilenceMs = 60'000;
-constexpr size_t kPieceBytes = 256 * 1024;
+constexpr size_t kPieceBytes = 1 << 20;  // a chunk on the wire: a pipe's worth (widen_pipe)
 constexpr size_t kHeadMax = 128;
 
 // One copy in progress: the process making it, what was read of it, and
@@ -140,6 +140,7 @@ HttpResponse SnapshotService::start_copy(const std::string &peer) {
     copy->peer = peer;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    widen_pipe(fds[0]);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
@@ -183,8 +184,12 @@ HttpResponse SnapshotService::start_copy(const std::string &peer) {
     copy->sha.add(r.body);
     copy->bytes = r.body.size();
     r.stream = [copy](std::string &piece) {
+        // whole pieces: each is a hand-over to the server's thread and a write
         piece.resize(kPieceBytes);
-        const size_t n = copy->read_some(piece.data(), piece.size());
+        size_t n = 0;
+        for (size_t got; n < piece.size() && (got = copy->read_some(piece.data() + n, piece.size() - n)) > 0;) {
+            n += got;
+        }
         piece.resize(n);
         if (n > 0) {
             copy->sha.add(piece);
