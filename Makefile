@@ -81,7 +81,7 @@ BENCH_PKGS := valgrind libnginx-mod-http-lua linux-perf
 # nginx_mod build system come with nginx-dev)
 DEB_PKGS   := debhelper dpkg-dev help2man bash-completion lintian
 
-.PHONY: all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-profile bench-shared deb test-deb programs fuzz fuzz-short clean
+.PHONY: all help deps bench-deps module test asan-builds test-builds test-stress unit unit-asan e2e e2e-asan e2e-plain-only check-layering soak run run-cluster bench bench-edges bench-maps bench-profile bench-shared deb test-deb programs fuzz fuzz-short clean
 
 # The whole end-to-end suite again against an ASan+UBSan build of the module
 # (nginx preloads the sanitizer runtime), keyauthd and keyauthctl.
@@ -133,6 +133,7 @@ help:
 	@echo "make bench        wrk + callgrind against peers (bench/RESULTS.md)"
 	@echo "make bench-profile where a request's worker CPU goes, piece by piece (perf on the worker)"
 	@echo "make bench-edges  many-edge figures: revocation propagation, syncd catch-up, bootstrap at 1M keys"
+	@echo "make bench-maps   10M keys in stores of the default map size, past it while nginx serves"
 	@echo "make bench-shared keyauth_shared_limits: Redis traffic at 10k active keys, overshoot of one key on 3 edges"
 	@echo "make deb          the Debian packages (libnginx-mod-http-keyauth, keyauth) into build/deb/, lintian'd"
 	@echo "make test-deb     make deb, then install them, run the stack as the units would, purge (root; CI runs it)"
@@ -463,6 +464,11 @@ bench-profile: bench-deps
 bench-edges: deps
 	@$(MAKE) --no-print-directory all
 	@bench/many-edges.pl
+
+# 10M keys in stores of every program's default map size (issue 49)
+bench-maps: deps
+	@$(MAKE) --no-print-directory all
+	@bench/default-maps.pl
 
 bench-shared: deps
 	@$(MAKE) --no-print-directory all
