@@ -77,8 +77,8 @@ Stops on SIGTERM or SIGINT. docs/scale-out.md describes it.
                     private network
   --snapshot-allow CIDRS  the peers that may fetch it, up to 32 (default:
                     loopback only; required for another address)
-  --snapshot-timeout S  drop a client that reads nothing for S seconds, 1
-                    to 600 (default 10)
+  --snapshot-timeout S  drop a client that takes less than a 1 MiB piece
+                    in S seconds, 1 to 600 (default 10)
   --bootstrap-from URLS  peers' http://IP:PORT/snapshot, comma-separated:
                     when the store must be built (new, another cluster,
                     behind a compaction), copy a peer's first, trying each
