@@ -162,14 +162,13 @@ TEST_F(WebhookHttp, PostArrivesWithItsHeadersAndBody) {
 TEST_F(WebhookHttp, ALargeBodyIsSentWithoutWaitingForContinue) {
     auto r = receiver();
     const std::string big(3 * 1024 * 1024, 'x');
-    const auto start = std::chrono::steady_clock::now();
     WebhookHttpResult result = post_webhook(r->url(), kSigned, big, lab());
     EXPECT_EQ(result.status, 200) << result.error;
     ASSERT_TRUE(r->wait_for_requests(1, kWait));
     EXPECT_EQ(r->requests().at(0).body, big);
+    // no "Expect: 100-continue", so libcurl has nothing to wait a second for
+    // (the call's time is not asserted: a loaded machine can take longer)
     EXPECT_FALSE(r->requests().at(0).has_header("expect"));
-    // libcurl's wait for "100 Continue" is 1 s; the whole call is far below it on loopback
-    EXPECT_LT(ms_since(start), 900);
 }
 
 TEST_F(WebhookHttp, ReturnsTheReceiversStatus) {
