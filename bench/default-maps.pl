@@ -43,7 +43,7 @@ my $t0 = time;
 create(int($KEYS / 10) + ($_ == 10 ? $KEYS % 10 : 0)) for 1 .. 10;
 my $made = time - $t0;
 my $pages = `mdb_stat -e $db` =~ /Number of pages used: (\d+)/ ? $1 : 0;
-printf "%d keys in ten commands, default map: %.0f s (%.0f keys/s); map grew to %.0f MiB, %.0f MiB used (%.0f bytes a key)\n",
+printf "%d keys in ten commands, default map: %.0f s (%.0f keys/s); map %.0f MiB, %.0f MiB used (%.0f bytes a key)\n",
     $KEYS, $made, $KEYS / $made, map_bytes() / 1048576, $pages * 4096 / 1048576, $pages * 4096 / $KEYS;
 
 $w->start_nginx(no_init => 1, http => 'keyauth_zone keys:16m;',
